@@ -1,0 +1,176 @@
+// seatlock/backends/fake.hpp: FakeBackend, a deterministic backend for tests — yours and
+// ours. Its clock only moves when told (`advance`), its faults are scripted (fail before
+// applying; apply, then lose the reply; added latency), and it records every call.
+//
+//     seatlock::FakeBackend fake;
+//     fake.inject({seatlock::FakeBackend::Op::confirm, seatlock::FakeBackend::FaultKind::lose_reply});
+//     auto r = store.confirm(token, "pay-1");   // applied, but reported outcome_unknown
+//     fake.advance(std::chrono::minutes(11));   // every hold of 10 minutes has now expired
+#pragma once
+
+#include <seatlock/backend.hpp>
+#include <seatlock/detail/hold_table.hpp>
+#include <seatlock/detail/lock_table.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+namespace seatlock {
+
+class FakeBackend {
+public:
+    /// Every operation of the backend concept, for scripting faults and reading calls.
+    enum class Op {
+        acquire_locks, release_locks, extend_locks, create_event, events, hold, confirm,
+        release, extend, cancel, seats, expired, ack_expired,
+    };
+    enum class FaultKind {
+        fail_before,  ///< not applied; reported as io_error
+        lose_reply,   ///< applied, then reported as outcome_unknown (a reply lost in transit)
+        latency,      ///< applied normally after sleeping `latency` of real time
+    };
+    /// A scripted fault: the next `times` calls of `op` behave as `kind`.
+    struct Fault {
+        Op op;
+        FaultKind kind;
+        int times = 1;
+        Millis latency{0};
+    };
+    /// One recorded call and its outcome (an empty code for success).
+    struct Call {
+        Op op;
+        std::error_code result;
+    };
+
+    /// The clock starts at `start` (by default 2026-01-01T00:00:00Z) and moves only by advance().
+    explicit FakeBackend(WallTime start = WallTime(std::chrono::seconds(1767225600)))
+        : locks_(1),
+          holds_([](std::int64_t ms) { return WallTime(std::chrono::milliseconds(ms)); }),
+          now_ms_(std::chrono::duration_cast<Millis>(start.time_since_epoch()).count()) {}
+
+    FakeBackend(const FakeBackend&) = delete;
+    FakeBackend& operator=(const FakeBackend&) = delete;
+
+    /// Moves the clock forward; leases and holds that end by then are expired.
+    void advance(Millis d) { now_ms_.fetch_add(d.count()); }
+    WallTime now() const { return WallTime(Millis(now_ms_.load())); }
+
+    void inject(Fault fault) {
+        std::lock_guard lock(mutex_);
+        faults_.push_back(fault);
+    }
+    void clear_faults() {
+        std::lock_guard lock(mutex_);
+        faults_.clear();
+    }
+    std::vector<Call> calls() const {
+        std::lock_guard lock(mutex_);
+        return calls_;
+    }
+    std::size_t count(Op op) const {
+        std::lock_guard lock(mutex_);
+        return static_cast<std::size_t>(
+            std::count_if(calls_.begin(), calls_.end(), [op](const Call& c) { return c.op == op; }));
+    }
+    void clear_calls() {
+        std::lock_guard lock(mutex_);
+        calls_.clear();
+    }
+
+    Result<std::uint64_t> acquire_locks(std::span<const std::string> keys, const std::string& owner,
+                                        Millis lease) {
+        return run(Op::acquire_locks,
+                   [&](std::int64_t now) { return locks_.acquire(keys, owner, lease.count(), now); });
+    }
+    Result<bool> release_locks(std::span<const std::string> keys, const std::string& owner) {
+        return run(Op::release_locks,
+                   [&](std::int64_t now) { return locks_.release(keys, owner, now); });
+    }
+    Result<bool> extend_locks(std::span<const std::string> keys, const std::string& owner,
+                              Millis lease) {
+        return run(Op::extend_locks,
+                   [&](std::int64_t now) { return locks_.extend(keys, owner, lease.count(), now); });
+    }
+    Result<void> create_event(const EventSpec& spec) {
+        return run(Op::create_event, [&](std::int64_t) { return holds_.create_event(spec); });
+    }
+    Result<std::vector<EventSpec>> events() {
+        return run(Op::events, [&](std::int64_t) { return holds_.events(); });
+    }
+    Result<Hold> hold(const HoldCommand& cmd) {
+        return run(Op::hold, [&](std::int64_t now) { return holds_.hold(cmd, now); });
+    }
+    Result<Order> confirm(const ConfirmCommand& cmd) {
+        return run(Op::confirm, [&](std::int64_t now) { return holds_.confirm(cmd, now); });
+    }
+    Result<void> release(const std::string& token) {
+        return run(Op::release, [&](std::int64_t now) { return holds_.release(token, now); });
+    }
+    Result<Hold> extend(const std::string& token, Millis ttl, Millis max_lifetime) {
+        return run(Op::extend,
+                   [&](std::int64_t now) { return holds_.extend(token, ttl, max_lifetime, now); });
+    }
+    Result<Order> cancel(const std::string& event, const std::string& order_id,
+                         const std::optional<std::string>& holder) {
+        return run(Op::cancel,
+                   [&](std::int64_t now) { return holds_.cancel(event, order_id, holder, now); });
+    }
+    Result<std::vector<ZoneState>> seats(const std::string& event,
+                                         const std::optional<std::string>& zone) {
+        return run(Op::seats, [&](std::int64_t now) { return holds_.seats(event, zone, now); });
+    }
+    Result<std::vector<ExpiredHold>> expired(std::size_t limit, Millis redeliver_after) {
+        return run(Op::expired,
+                   [&](std::int64_t now) { return holds_.expired(limit, redeliver_after, now); });
+    }
+    Result<void> ack_expired(std::span<const std::string> tokens) {
+        return run(Op::ack_expired, [&](std::int64_t now) { return holds_.ack_expired(tokens, now); });
+    }
+
+private:
+    // Applies one operation under the fake's single mutex (so runs are reproducible), with
+    // whatever fault is scripted for it.
+    template <typename F>
+    auto run(Op op, F&& apply) -> decltype(apply(std::int64_t{})) {
+        const auto fault = take_fault(op);
+        if (fault && fault->kind == FaultKind::latency) std::this_thread::sleep_for(fault->latency);
+        std::lock_guard lock(mutex_);
+        if (fault && fault->kind == FaultKind::fail_before) {
+            calls_.push_back({op, make_error_code(errc::io_error)});
+            return Failure(errc::io_error, "injected fault: the call failed before it was applied");
+        }
+        auto result = apply(now_ms_.load());
+        if (fault && fault->kind == FaultKind::lose_reply) {
+            calls_.push_back({op, make_error_code(errc::outcome_unknown)});
+            return Failure(errc::outcome_unknown,
+                           "injected fault: the call was applied and its reply lost");
+        }
+        calls_.push_back({op, result.code()});
+        return result;
+    }
+
+    std::optional<Fault> take_fault(Op op) {
+        std::lock_guard lock(mutex_);
+        for (auto it = faults_.begin(); it != faults_.end(); ++it) {
+            if (it->op != op) continue;
+            Fault fault = *it;
+            if (--it->times <= 0) faults_.erase(it);
+            return fault;
+        }
+        return std::nullopt;
+    }
+
+    mutable std::mutex mutex_;
+    detail::LockTable locks_;
+    detail::HoldTable holds_;
+    std::atomic<std::int64_t> now_ms_;
+    std::deque<Fault> faults_;
+    std::vector<Call> calls_;
+};
+
+static_assert(Backend<FakeBackend>);
+
+}  // namespace seatlock

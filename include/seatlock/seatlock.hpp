@@ -1,0 +1,14 @@
+// seatlock/seatlock.hpp: the whole header-only API in one include: errors and results,
+// the backend concepts, LockManager and SeatHoldStore, the memory and fake backends and
+// AnyBackend. The Redis backend is in <seatlock/backends/redis.hpp> (link seatlock::redis).
+#pragma once
+
+#include <seatlock/any_backend.hpp>
+#include <seatlock/backend.hpp>
+#include <seatlock/backends/fake.hpp>
+#include <seatlock/backends/memory.hpp>
+#include <seatlock/errors.hpp>
+#include <seatlock/hold_store.hpp>
+#include <seatlock/keys.hpp>
+#include <seatlock/lock_manager.hpp>
+#include <seatlock/result.hpp>
