@@ -26,8 +26,9 @@
 
 namespace seatlock::detail {
 
-/// How long a hold that is no longer active (released, confirmed, acknowledged expiry)
-/// is remembered, so that late calls get a precise answer instead of unknown_hold.
+/// How long a released hold, or an expired one whose expiry was acknowledged, is
+/// remembered, so that late calls get a precise answer instead of unknown_hold.
+/// Confirmed holds are kept with their order.
 inline constexpr std::int64_t hold_memory_ms = 24LL * 3600 * 1000;
 
 /// Joins ids for error messages: "A-1, A-2".
@@ -422,8 +423,7 @@ private:
             take_slots(zone, h.slots, SeatState::paid, cmd.order_id);
             c.paid += n;
             h.status = Status::confirmed;
-            h.order_id = cmd.order_id;
-            forget_later(cmd.token, now);
+            h.order_id = cmd.order_id;  // kept as long as the order: confirm stays idempotent
             Order order{cmd.order_id, spec.id, h.holder, h.zone, h.seats, cmd.token, t.wall_(now),
                         false};
             return orders[cmd.order_id] = std::move(order);

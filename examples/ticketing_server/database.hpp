@@ -1,0 +1,127 @@
+// database.hpp: the server's own records in SQLite, as the seed apps kept them in their
+// SQL database: one row per pending reservation (an active hold) and one per order.
+//
+// seatlock decides who holds and owns which seat; these rows are the application's
+// bookkeeping of it (what a payment service, an e-mail job or a refund desk reads).
+// Every write is made under a seatlock lock and carries that lock's fencing token: a
+// write whose token is not larger than the row's current one comes from a writer whose
+// lease ran out and is refused, so a paused process can never overwrite newer state.
+//
+// A hold whose pending row is deleted (released, confirmed or expired) leaves a small
+// "closed hold" record behind, for a day, so that a late call on its token is still
+// checked against the buyer who made it.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ticketing {
+
+/// SQLite could not do what was asked (disk full, file locked too long, corrupt file).
+class DatabaseError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/// A hold the buyer may still pay: deleted on confirm, release or expiry.
+struct PendingReservation {
+    std::string token;
+    std::string event;
+    std::string holder;
+    std::string zone;
+    std::vector<std::string> seats;
+    std::int64_t expires_at_ms = 0;  ///< Unix milliseconds
+    std::uint64_t fencing_token = 0;
+};
+
+enum class HoldOutcome { released, confirmed, expired };
+
+/// Whose hold a token is, and whether it is still pending.
+struct HoldOwner {
+    std::string event;
+    std::string holder;
+    bool pending = false;
+};
+
+struct OrderRecord {
+    std::string order_id;
+    std::string event;
+    std::string holder;
+    std::string zone;
+    std::vector<std::string> seats;
+    std::string hold_token;
+    bool cancelled = false;
+    std::int64_t paid_at_ms = 0;
+    std::uint64_t fencing_token = 0;
+};
+
+/// One SQLite connection (WAL mode, prepared statements), safe to share between threads:
+/// calls are serialised, each is one short transaction.
+class Database {
+public:
+    /// Opens or creates the file (":memory:" for none) and its tables. Throws DatabaseError.
+    explicit Database(const std::string& path);
+    ~Database();
+    Database(const Database&) = delete;
+    Database& operator=(const Database&) = delete;
+
+    /// Records a new hold. Refused (false) when the token is already closed: a hold that
+    /// expired before its row was written must not leave a row behind.
+    bool add_pending(const PendingReservation& row);
+
+    /// Moves a pending row's expiry. false when the row is gone or has a newer token.
+    bool extend_pending(const std::string& token, std::int64_t expires_at_ms,
+                        std::uint64_t fencing_token);
+
+    /// Deletes the pending row (if any, and if not newer) and remembers how the hold ended.
+    /// Idempotent: closing again changes nothing.
+    void close_hold(const std::string& token, const std::string& event, const std::string& holder,
+                    HoldOutcome outcome, std::uint64_t fencing_token);
+
+    /// Whose token this is, from the pending row or the closed-hold record.
+    std::optional<HoldOwner> hold_owner(const std::string& token);
+
+    /// Records a paid order and closes its pending row, in one transaction. false when
+    /// the order id is already used by another hold (order ids are unique server-wide).
+    bool add_order(const OrderRecord& order);
+
+    std::optional<OrderRecord> order(const std::string& order_id);
+
+    /// Marks an order cancelled. false when its fencing token is newer than `fencing_token`.
+    bool cancel_order(const std::string& order_id, std::uint64_t fencing_token);
+
+    /// Forgets closed-hold records older than `before_ms` (Unix milliseconds).
+    void prune_closed_holds(std::int64_t before_ms);
+
+private:
+    class Statement;
+    class Transaction;
+
+    void exec(const char* sql);
+    [[noreturn]] void fail(const char* what) const;
+
+    std::mutex mutex_;
+    sqlite3* db_ = nullptr;
+    std::vector<std::unique_ptr<Statement>> statements_;
+    Statement* insert_pending_ = nullptr;
+    Statement* update_pending_ = nullptr;
+    Statement* delete_pending_ = nullptr;
+    Statement* insert_closed_ = nullptr;
+    Statement* select_pending_owner_ = nullptr;
+    Statement* select_closed_owner_ = nullptr;
+    Statement* insert_order_ = nullptr;
+    Statement* select_order_ = nullptr;
+    Statement* cancel_order_ = nullptr;
+    Statement* prune_closed_ = nullptr;
+};
+
+/// Unix milliseconds now, the unit of every time column.
+std::int64_t unix_ms_now();
+
+}  // namespace ticketing

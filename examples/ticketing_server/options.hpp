@@ -1,0 +1,45 @@
+// options.hpp: the command line of seatlock-ticketing, parsed into ServerOptions.
+//
+// Parsing never exits the process itself: it returns either the options or what to
+// print and which exit code to use (0 for --help, 2 for a bad flag), so that main()
+// stays the only place that decides to stop.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace ticketing {
+
+enum class BackendKind { memory, redis };
+
+/// Everything the server can be told on its command line.
+struct ServerOptions {
+    BackendKind backend = BackendKind::memory;
+    std::string redis_url = "redis://127.0.0.1:6379";
+    std::string db_path = "seatlock-ticketing.db";  ///< ":memory:" keeps nothing on disk
+    std::string listen_host = "127.0.0.1";
+    std::uint16_t listen_port = 8080;               ///< 0 picks a free port (logged at start)
+    std::chrono::seconds hold_ttl{600};
+    unsigned threads = 4;
+    std::optional<std::string> venue_file;          ///< none: the built-in demo venue
+};
+
+/// What main() should do instead of serving: print `text` (to stdout when exit_code is
+/// 0, to stderr otherwise) and exit with `exit_code`.
+struct EarlyExit {
+    int exit_code = 0;
+    std::string text;
+};
+
+/// Parses argv[1..]; unknown flags, missing values and out-of-range numbers are an
+/// EarlyExit with code 2 and a message that names the flag.
+std::variant<ServerOptions, EarlyExit> parse_options(const std::vector<std::string>& args);
+
+/// The --help text.
+std::string usage();
+
+}  // namespace ticketing

@@ -1,0 +1,37 @@
+// venue.hpp: what the server sells. The built-in demo venue, and --venue FILE in JSON.
+//
+// A venue file holds one event or {"events": [...]}. Each zone is either
+// general admission ("capacity": N) or named seats, listed flat ("seats": ["1", "2"])
+// or by row ("rows": [{"row": "A", "seats": 12}] names them A-1..A-12; a list of ids
+// may replace the count):
+//
+//     {"events": [{"id": "spring-gig", "name": "Spring gig",
+//                  "zones": [{"id": "floor", "capacity": 300},
+//                            {"id": "balcony", "rows": [{"row": "A", "seats": 10}]}]}]}
+#pragma once
+
+#include <seatlock/backend.hpp>
+#include <seatlock/result.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ticketing {
+
+/// The id of the demo venue's only event.
+inline constexpr std::string_view demo_event_id = "demo-game";
+
+/// A baseball stadium: named-seat zones lower-1, lower-2 (rows A-F, 12 seats each),
+/// upper-1 (rows A-H, 16 seats each) with seats "A-1", "A-2", ..., and two
+/// general-admission bleachers, bleachers-left and bleachers-right (200 places each).
+std::vector<seatlock::EventSpec> demo_venue();
+
+/// Parses a venue document; invalid_argument naming the offending field otherwise.
+/// Ids are checked later, by SeatHoldStore::create_event.
+seatlock::Result<std::vector<seatlock::EventSpec>> parse_venue(std::string_view json_text);
+
+/// Reads and parses a venue file.
+seatlock::Result<std::vector<seatlock::EventSpec>> load_venue(const std::string& path);
+
+}  // namespace ticketing

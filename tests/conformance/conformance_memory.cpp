@@ -1,0 +1,8 @@
+// The conformance suite on MemoryBackend.
+#include "hold_conformance.hpp"
+#include "lock_conformance.hpp"
+#include "model_test.hpp"
+
+SEATLOCK_LOCK_CONFORMANCE(seatlock::testing::MemoryFixture);
+SEATLOCK_HOLD_CONFORMANCE(seatlock::testing::MemoryFixture);
+SEATLOCK_MODEL_TEST(seatlock::testing::MemoryFixture);

@@ -1,0 +1,43 @@
+// tests/conformance/fixtures.hpp: how the conformance suite reaches a backend.
+//
+// A fixture owns a fresh, empty backend and knows how to let time pass on its clock:
+//   using backend_type;            the backend class
+//   static constexpr name;         for messages
+//   static constexpr manual_clock; true when advance() moves a manual clock instantly
+//   backend_type& backend();
+//   void advance(Millis d);        let d pass on the backend's clock (sleeps on real clocks)
+//   WallTime now();                the backend's now, on the wall clock
+#pragma once
+
+#include <seatlock/seatlock.hpp>
+
+#include <chrono>
+#include <thread>
+
+namespace seatlock::testing {
+
+struct MemoryFixture {
+    using backend_type = MemoryBackend;
+    static constexpr const char* name = "memory";
+    static constexpr bool manual_clock = false;
+
+    MemoryBackend& backend() { return backend_; }
+    void advance(Millis d) { std::this_thread::sleep_for(d); }
+    WallTime now() const { return std::chrono::system_clock::now(); }
+
+    MemoryBackend backend_;
+};
+
+struct FakeFixture {
+    using backend_type = FakeBackend;
+    static constexpr const char* name = "fake";
+    static constexpr bool manual_clock = true;
+
+    FakeBackend& backend() { return backend_; }
+    void advance(Millis d) { backend_.advance(d); }
+    WallTime now() const { return backend_.now(); }
+
+    FakeBackend backend_;
+};
+
+}  // namespace seatlock::testing
