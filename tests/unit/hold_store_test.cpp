@@ -1,0 +1,119 @@
+// SeatHoldStore behaviour under FakeBackend's scripted faults.
+#include <seatlock/seatlock.hpp>
+
+#include "conformance/hold_conformance.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace std::chrono_literals;
+using Fake = seatlock::FakeBackend;
+using seatlock::errc;
+
+namespace {
+struct World {
+    Fake fake;
+    seatlock::SeatHoldStore<Fake> store;
+    explicit World(int retries = 1)
+        : store(fake, [retries] {
+              seatlock::HoldPolicy p;
+              p.retries_on_unknown_outcome = retries;
+              return p;
+          }()) {
+        store.create_event(seatlock::testing::test_event()).value();
+    }
+    std::int64_t paid() { return store.seats("game1", std::string("lower")).value().at(0).paid; }
+    std::int64_t held() { return store.seats("game1", std::string("lower")).value().at(0).held; }
+};
+}  // namespace
+
+TEST_CASE("a confirm whose reply was lost is retried and takes effect exactly once") {
+    World w;
+    auto h = w.store.hold("game1", "amy", seatlock::named_seats("lower", {"A-1", "A-2"}));
+    REQUIRE(h);
+    w.fake.inject({Fake::Op::confirm, Fake::FaultKind::lose_reply});
+    auto order = w.store.confirm(h->token, "pay-1");
+    REQUIRE(order);  // the store asked again and got the order the first call made
+    CHECK(order->id == "pay-1");
+    CHECK(w.fake.count(Fake::Op::confirm) == 2);
+    CHECK(w.paid() == 2);
+    CHECK(w.held() == 0);
+    // amy has 2 seats, paid once: one more fits under the limit of 3, two do not.
+    CHECK(w.store.hold("game1", "amy", seatlock::named_seats("lower", {"B-1", "B-2"})).is(errc::limit_exceeded));
+}
+
+TEST_CASE("a caller retrying confirm by hand after outcome_unknown gets the same order") {
+    World w(0);
+    auto h = w.store.hold("game1", "ben", seatlock::named_seats("lower", {"A-3"}));
+    REQUIRE(h);
+    w.fake.inject({Fake::Op::confirm, Fake::FaultKind::lose_reply});
+    auto first = w.store.confirm(h->token, "pay-2");
+    REQUIRE(first.is(errc::outcome_unknown));
+    auto second = w.store.confirm(h->token, "pay-2");
+    REQUIRE(second);
+    CHECK(second->seats == std::vector<std::string>{"A-3"});
+    auto third = w.store.confirm(h->token, "pay-2");
+    REQUIRE(third);
+    CHECK(third->paid_at == second->paid_at);
+    CHECK(w.paid() == 1);
+}
+
+TEST_CASE("a hold whose reply was lost is retried with the same token: one hold in effect") {
+    World w;
+    w.fake.inject({Fake::Op::hold, Fake::FaultKind::lose_reply});
+    auto h = w.store.hold("game1", "cleo", seatlock::named_seats("lower", {"A-4", "A-5"}));
+    REQUIRE(h);
+    CHECK(w.fake.count(Fake::Op::hold) == 2);
+    CHECK(w.held() == 2);
+    REQUIRE(w.store.release(h->token));
+    CHECK(w.held() == 0);
+}
+
+TEST_CASE("a call that fails before it is applied changes nothing and is reported") {
+    World w;
+    auto h = w.store.hold("game1", "dan", seatlock::named_seats("lower", {"B-4"}));
+    REQUIRE(h);
+    w.fake.inject({Fake::Op::release, Fake::FaultKind::fail_before});
+    CHECK(w.store.release(h->token).is(errc::io_error));
+    CHECK(w.held() == 1);
+    CHECK(w.store.release(h->token));
+    CHECK(w.held() == 0);
+}
+
+TEST_CASE("latency faults delay a call without changing its outcome") {
+    World w;
+    w.fake.inject({Fake::Op::hold, Fake::FaultKind::latency, 1, 50ms});
+    const auto t0 = std::chrono::steady_clock::now();
+    auto h = w.store.hold("game1", "eve", seatlock::named_seats("lower", {"B-6"}));
+    CHECK(h);
+    CHECK(std::chrono::steady_clock::now() - t0 >= 50ms);
+}
+
+TEST_CASE("the fake records every call with its outcome") {
+    World w;
+    w.fake.clear_calls();
+    (void)w.store.hold("game1", "fay", seatlock::named_seats("lower", {"Z-1"}));
+    auto calls = w.fake.calls();
+    REQUIRE(calls.size() == 1);
+    CHECK(calls[0].op == Fake::Op::hold);
+    CHECK(calls[0].result == errc::unknown_seat);
+}
+
+TEST_CASE("AnyBackend runs the store on a backend chosen at run time") {
+    auto any = seatlock::AnyBackend::make<seatlock::MemoryBackend>();
+    seatlock::SeatHoldStore store(any);
+    REQUIRE(store.create_event(seatlock::testing::test_event()));
+    auto h = store.hold("game1", "gus", seatlock::best_available("lower", 2));
+    REQUIRE(h);
+    CHECK(h->seats == std::vector<std::string>{"A-1", "A-2"});
+    seatlock::LockManager locks(any);
+    CHECK(locks.try_lock("game1:A-1"));
+}
+
+TEST_CASE("an invalid HoldPolicy is refused at construction") {
+    Fake fake;
+    seatlock::HoldPolicy p;
+    p.hold_ttl = 0ms;
+    CHECK_THROWS_AS(seatlock::SeatHoldStore<Fake>(fake, p), seatlock::Error);
+    p.hold_ttl = 3h;  // longer than max_hold_lifetime
+    CHECK_THROWS_AS(seatlock::SeatHoldStore<Fake>(fake, p), seatlock::Error);
+}
