@@ -219,8 +219,9 @@ concept HoldBackend = requires(B& b, const EventSpec& spec, const HoldCommand& h
     /// held -> paid. Idempotent per (token, order id); order_conflict for another order id
     /// or an order id already used by another hold; hold_expired when it ran out.
     { b.confirm(confirm) } -> std::same_as<Result<Order>>;
-    /// held -> free. Releasing a released or expired hold succeeds (the seats are free);
-    /// a confirmed hold fails with hold_not_active.
+    /// held -> free, and the hold is forgotten (unknown_hold from then on). Releasing an
+    /// expired hold succeeds (its seats are free already); a confirmed one fails with
+    /// hold_not_active.
     { b.release(s) } -> std::same_as<Result<void>>;
     /// Moves the expiry to now + ttl, capped at creation + max_lifetime.
     { b.extend(s, ttl, ttl) } -> std::same_as<Result<Hold>>;

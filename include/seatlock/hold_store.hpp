@@ -15,6 +15,7 @@
 #include <seatlock/detail/random.hpp>
 #include <seatlock/keys.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <string>
@@ -86,10 +87,18 @@ public:
         return confirm_impl(token, order_id, true);
     }
 
-    /// held -> free. Releasing again, or after expiry, succeeds.
+    /// held -> free; the hold is forgotten (a later call on it gets unknown_hold).
+    /// Releasing an expired hold succeeds; a confirmed one is hold_not_active (cancel the
+    /// order instead).
     Result<void> release(const std::string& token) {
         if (auto ok = validate_token(token); !ok) return ok;
-        return retried([&] { return backend_->release(token); });
+        auto result = backend_->release(token);
+        for (int i = 0; i < policy_.retries_on_unknown_outcome && result.is(errc::outcome_unknown); ++i) {
+            result = backend_->release(token);
+            // The hold is gone: the attempt whose reply was lost released it.
+            if (result.is(errc::unknown_hold)) return {};
+        }
+        return result;
     }
 
     /// Moves the hold's expiry to now + ttl. Capped, never refused: a hold never lives
@@ -177,12 +186,23 @@ private:
         if (auto ok = validate_id("zone", request.zone); !ok) return ok;
         if (request.kind == HoldKind::seats) {
             if (request.seats.empty()) return Failure(errc::invalid_argument, "no seats asked");
-            std::set<std::string> seen;
             for (const auto& seat : request.seats) {
                 if (auto ok = validate_id("seat", seat); !ok) return ok;
-                if (!seen.insert(seat).second) {
-                    return Failure(errc::invalid_argument, "seat " + seat + " asked twice", {seat});
+            }
+            const auto& seats = request.seats;
+            auto twice = seats.end();
+            if (seats.size() <= 16) {  // the usual few seats: a scan beats building anything
+                for (auto it = seats.begin(); it != seats.end() && twice == seats.end(); ++it) {
+                    if (std::find(seats.begin(), it, *it) != it) twice = it;
                 }
+            } else {
+                std::vector<std::string_view> sorted(seats.begin(), seats.end());
+                std::sort(sorted.begin(), sorted.end());
+                auto dup = std::adjacent_find(sorted.begin(), sorted.end());
+                if (dup != sorted.end()) twice = std::find(seats.begin(), seats.end(), *dup);
+            }
+            if (twice != seats.end()) {
+                return Failure(errc::invalid_argument, "seat " + *twice + " asked twice", {*twice});
             }
             return {};
         }

@@ -9,6 +9,7 @@
 #include <seatlock/result.hpp>
 
 #include <algorithm>
+#include <array>
 #include <string>
 #include <string_view>
 
@@ -18,16 +19,23 @@ inline constexpr std::size_t max_id_length = 128;
 inline constexpr std::size_t max_lock_key_length = 512;
 
 namespace detail {
-constexpr bool is_id_char(char c) noexcept {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '_' || c == '-' || c == '@' || c == '+';
-}
+inline constexpr auto id_chars = [] {
+    std::array<bool, 256> table{};
+    for (char c = 'a'; c <= 'z'; ++c) table[static_cast<unsigned char>(c)] = true;
+    for (char c = 'A'; c <= 'Z'; ++c) table[static_cast<unsigned char>(c)] = true;
+    for (char c = '0'; c <= '9'; ++c) table[static_cast<unsigned char>(c)] = true;
+    for (char c : {'.', '_', '-', '@', '+'}) table[static_cast<unsigned char>(c)] = true;
+    return table;
+}();
 }  // namespace detail
 
 /// True when `id` is a valid event, zone, seat, holder or order id.
 constexpr bool is_valid_id(std::string_view id) noexcept {
-    return !id.empty() && id.size() <= max_id_length &&
-           std::all_of(id.begin(), id.end(), detail::is_id_char);
+    if (id.empty() || id.size() > max_id_length) return false;
+    for (char c : id) {
+        if (!detail::id_chars[static_cast<unsigned char>(c)]) return false;
+    }
+    return true;
 }
 
 /// Checks an id; `what` names it in the error ("event", "seat", ...).

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,10 +27,10 @@
 
 namespace seatlock::detail {
 
-/// How long a released hold, or an expired one whose expiry was acknowledged, is
-/// remembered, so that late calls get a precise answer instead of unknown_hold.
-/// Confirmed holds are kept with their order.
-inline constexpr std::int64_t hold_memory_ms = 24LL * 3600 * 1000;
+/// How long an expired hold is remembered after its expiry was acknowledged, so that a
+/// late confirm gets hold_expired (and confirm_late can still pay it) instead of
+/// unknown_hold. Confirmed holds are kept with their order; released holds are forgotten.
+inline constexpr std::int64_t hold_memory_ms = 3600LL * 1000;
 
 /// Joins ids for error messages: "A-1, A-2".
 inline std::string join(const std::vector<std::string>& items) {
@@ -37,6 +38,53 @@ inline std::string join(const std::vector<std::string>& items) {
     for (std::size_t i = 0; i < items.size(); ++i) text += (i ? ", " : "") + items[i];
     return text;
 }
+
+/// The free slots of a zone as a bitmap, walked lowest first. `hint_` is a lower bound of
+/// the lowest free slot, so that filling a zone from the front stays cheap.
+class FreeSlots {
+public:
+    static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+    explicit FreeSlots(std::size_t n) : words_((n + 63) / 64, ~std::uint64_t{0}), count_(n) {
+        if (n % 64) words_.back() = (std::uint64_t{1} << (n % 64)) - 1;
+    }
+    std::size_t size() const { return count_; }
+    bool contains(std::size_t i) const { return words_[i / 64] >> (i % 64) & 1; }
+    void insert(std::size_t i) {
+        if (contains(i)) return;
+        words_[i / 64] |= std::uint64_t{1} << (i % 64);
+        ++count_;
+        hint_ = std::min(hint_, i);
+    }
+    void erase(std::size_t i) {
+        if (!contains(i)) return;
+        words_[i / 64] &= ~(std::uint64_t{1} << (i % 64));
+        --count_;
+    }
+    /// The lowest free slot >= from, or npos.
+    std::size_t next(std::size_t from) {
+        if (from <= hint_) {
+            hint_ = scan(hint_);
+            return hint_ == npos ? npos : hint_;
+        }
+        return scan(from);
+    }
+
+private:
+    std::size_t scan(std::size_t from) const {
+        if (from == npos) return npos;
+        for (std::size_t w = from / 64; w < words_.size(); ++w) {
+            std::uint64_t bits = words_[w];
+            if (w == from / 64) bits &= ~std::uint64_t{0} << (from % 64);
+            if (bits) return w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits));
+        }
+        return npos;
+    }
+
+    std::vector<std::uint64_t> words_;
+    std::size_t count_;
+    std::size_t hint_ = 0;
+};
 
 class HoldTable {
 public:
@@ -75,7 +123,7 @@ public:
     }
 
     Result<void> release(const std::string& token, std::int64_t now) {
-        return with_token(token, now, [&](Event& e) { return e.release(token, now); });
+        return with_token(token, now, [&](Event& e) { return e.release(token); });
     }
 
     Result<Hold> extend(const std::string& token, Millis ttl, Millis max_lifetime,
@@ -120,7 +168,7 @@ public:
     }
 
 private:
-    enum class Status { held, confirmed, released, expired };
+    enum class Status { held, confirmed, expired };
 
     struct HoldRecord {
         std::string holder;
@@ -135,14 +183,16 @@ private:
 
     struct Slot {
         SeatState state = SeatState::free;
-        std::string owner;  // hold token while held, order id while paid
+        // The hold token while held, the order id while paid: the key inside `holds` or
+        // `orders`, whose nodes never move.
+        const std::string* owner = nullptr;
     };
 
     struct Zone {
         const ZoneSpec* spec = nullptr;
         std::vector<Slot> slots;
         std::unordered_map<std::string, std::size_t> index;  // seat id -> slot
-        std::set<std::size_t> free;                          // free slots, in zone order
+        FreeSlots free{0};
         std::int64_t held = 0;
         std::int64_t paid = 0;
 
@@ -167,7 +217,7 @@ private:
                                           ? static_cast<std::size_t>(zs.capacity)
                                           : zs.seats.size();
                 zone.slots.resize(n);
-                for (std::size_t i = 0; i < n; ++i) zone.free.insert(zone.free.end(), i);
+                zone.free = FreeSlots(n);
                 for (std::size_t i = 0; i < zs.seats.size(); ++i) zone.index[zs.seats[i].id] = i;
             }
         }
@@ -178,29 +228,31 @@ private:
         std::unordered_map<std::string, HoldRecord> holds;
         std::unordered_map<std::string, HolderCount> holders;
         std::unordered_map<std::string, Order> orders;
-        std::set<std::pair<std::int64_t, std::string>> deadlines;  // active holds by expiry
-        std::map<std::string, std::int64_t> pending_expired;       // token -> next delivery
-        std::set<std::pair<std::int64_t, std::string>> forget;     // inactive holds to drop
+        // Active holds by expiry; the token points at the key inside `holds`.
+        std::set<std::pair<std::int64_t, const std::string*>> deadlines;
+        std::map<std::string, std::int64_t> pending_expired;  // token -> next delivery
+        // Inactive holds to drop, oldest first (the clock only moves forward).
+        std::deque<std::pair<std::int64_t, const std::string*>> forget;
 
         // Expires every active hold whose deadline has passed and forgets old records.
         void sweep(std::int64_t now) {
             while (!deadlines.empty() && deadlines.begin()->first <= now) {
-                const std::string token = deadlines.begin()->second;
+                const std::string* token = deadlines.begin()->second;
                 deadlines.erase(deadlines.begin());
-                HoldRecord& h = holds.at(token);
+                HoldRecord& h = holds.find(*token)->second;
                 free_slots(h.zone, h.slots, token);
                 count_hold_end(h);
                 h.status = Status::expired;
-                pending_expired[token] = now;
+                pending_expired[*token] = now;
             }
-            while (!forget.empty() && forget.begin()->first <= now) {
-                holds.erase(forget.begin()->second);
-                forget.erase(forget.begin());
+            while (!forget.empty() && forget.front().first <= now) {
+                holds.erase(*forget.front().second);
+                forget.pop_front();
             }
         }
 
         void free_slots(const std::string& zone_id, const std::vector<std::size_t>& slots,
-                        const std::string& owner) {
+                        const std::string* owner) {
             Zone& zone = zones.at(zone_id);
             for (std::size_t slot : slots) {
                 Slot& s = zone.slots[slot];
@@ -212,7 +264,7 @@ private:
         }
 
         void take_slots(Zone& zone, const std::vector<std::size_t>& slots, SeatState state,
-                        const std::string& owner) {
+                        const std::string* owner) {
             for (std::size_t slot : slots) {
                 Slot& s = zone.slots[slot];
                 if (s.state == SeatState::free) zone.free.erase(slot);
@@ -242,7 +294,7 @@ private:
         }
 
         // Which slots a request names or picks; a Failure when it cannot be served.
-        Result<std::vector<std::size_t>> pick(Zone& zone, const HoldRequest& req) const {
+        Result<std::vector<std::size_t>> pick(Zone& zone, const HoldRequest& req) {
             const auto n = static_cast<std::size_t>(req.quantity);
             if (req.kind == HoldKind::seats) {
                 if (zone.general_admission()) {
@@ -286,7 +338,8 @@ private:
             if (!zone.general_admission()) {
                 // The first run of n free seats that follow each other in one row.
                 std::vector<std::size_t> run;
-                for (std::size_t slot : zone.free) {
+                for (std::size_t slot = zone.free.next(0); slot != FreeSlots::npos;
+                     slot = zone.free.next(slot + 1)) {
                     const bool continues =
                         !run.empty() && slot == run.back() + 1 &&
                         zone.spec->seats[slot].row == zone.spec->seats[run.back()].row;
@@ -295,8 +348,12 @@ private:
                     if (run.size() == n) return run;
                 }
             }
-            return std::vector<std::size_t>(zone.free.begin(),
-                                             std::next(zone.free.begin(), static_cast<long>(n)));
+            std::vector<std::size_t> lowest;
+            for (std::size_t slot = zone.free.next(0); lowest.size() < n;
+                 slot = zone.free.next(slot + 1)) {
+                lowest.push_back(slot);
+            }
+            return lowest;
         }
 
         Result<void> check_limits(const std::string& holder, std::size_t n,
@@ -345,21 +402,24 @@ private:
             for (std::size_t slot : h.slots) h.seats.push_back((*zone)->seat_id(slot));
             h.created_ms = now;
             h.expires_ms = now + cmd.ttl.count();
-            take_slots(**zone, h.slots, SeatState::held, cmd.token);
+            auto [it, inserted] = holds.emplace(cmd.token, std::move(h));
+            const std::string* token = &it->first;
+            HoldRecord& stored = it->second;
+            take_slots(**zone, stored.slots, SeatState::held, token);
             HolderCount& c = holders[cmd.holder];
             c.held += static_cast<std::int64_t>(n);
             c.active_holds += 1;
-            deadlines.emplace(h.expires_ms, cmd.token);
-            auto& stored = holds[cmd.token] = std::move(h);
+            deadlines.emplace(stored.expires_ms, token);
             return to_hold(cmd.token, stored, t);
         }
 
-        Result<HoldRecord*> record(const std::string& token) {
+        // The stored hold and its token (the key inside `holds`).
+        Result<std::pair<const std::string*, HoldRecord*>> record(const std::string& token) {
             auto it = holds.find(token);
             if (it == holds.end()) {
                 return Failure(errc::unknown_hold, "no hold " + token + " in event " + spec.id);
             }
-            return &it->second;
+            return std::pair<const std::string*, HoldRecord*>(&it->first, &it->second);
         }
 
         static Failure inactive(const std::string& token, const HoldRecord& h) {
@@ -369,14 +429,13 @@ private:
                 case Status::confirmed:
                     return Failure(errc::hold_not_active,
                                    "hold " + token + " was confirmed as order " + h.order_id);
-                case Status::released:
                 case Status::held: break;
             }
-            return Failure(errc::hold_not_active, "hold " + token + " was released");
+            return Failure(errc::hold_not_active, "hold " + token + " is not active");
         }
 
-        void forget_later(const std::string& token, std::int64_t now) {
-            forget.emplace(now + hold_memory_ms, token);
+        void forget_later(const std::string* token, std::int64_t now) {
+            forget.emplace_back(now + hold_memory_ms, token);
         }
 
         Result<Order> confirm(const ConfirmCommand& cmd, std::int64_t now, const HoldTable& t) {
@@ -387,15 +446,14 @@ private:
             }
             auto rec = record(cmd.token);
             if (!rec) return std::move(rec).error();
-            HoldRecord& h = **rec;
+            auto [token, hp] = *rec;
+            HoldRecord& h = *hp;
             Zone& zone = zones.at(h.zone);
             if (h.status == Status::confirmed) {
                 return Failure(errc::order_conflict,
                                "hold " + cmd.token + " was already confirmed as order " + h.order_id);
             }
-            if (h.status == Status::released || (h.status == Status::expired && !cmd.late)) {
-                return inactive(cmd.token, h);
-            }
+            if (h.status == Status::expired && !cmd.late) return inactive(cmd.token, h);
             HolderCount& c = holders[h.holder];
             const auto n = static_cast<std::int64_t>(h.slots.size());
             if (h.status == Status::expired) {
@@ -416,30 +474,33 @@ private:
                     return std::move(ok).error();
                 }
             } else {
-                deadlines.erase({h.expires_ms, cmd.token});
+                deadlines.erase({h.expires_ms, token});
                 c.held -= n;
                 c.active_holds -= 1;
             }
-            take_slots(zone, h.slots, SeatState::paid, cmd.order_id);
+            auto [order, inserted] = orders.emplace(
+                cmd.order_id,
+                Order{cmd.order_id, spec.id, h.holder, h.zone, h.seats, cmd.token, t.wall_(now), false});
+            take_slots(zone, h.slots, SeatState::paid, &order->first);
             c.paid += n;
             h.status = Status::confirmed;
             h.order_id = cmd.order_id;  // kept as long as the order: confirm stays idempotent
-            Order order{cmd.order_id, spec.id, h.holder, h.zone, h.seats, cmd.token, t.wall_(now),
-                        false};
-            return orders[cmd.order_id] = std::move(order);
+            return order->second;
         }
 
-        Result<void> release(const std::string& token, std::int64_t now) {
+        Result<void> release(const std::string& token) {
             auto rec = record(token);
             if (!rec) return std::move(rec).error();
-            HoldRecord& h = **rec;
+            auto [key, hp] = *rec;
+            HoldRecord& h = *hp;
             if (h.status == Status::confirmed) return inactive(token, h);
-            if (h.status != Status::held) return {};  // already free: releasing again is fine
-            deadlines.erase({h.expires_ms, token});
-            free_slots(h.zone, h.slots, token);
+            if (h.status == Status::expired) return {};  // its seats are already free
+            deadlines.erase({h.expires_ms, key});
+            free_slots(h.zone, h.slots, key);
             count_hold_end(h);
-            h.status = Status::released;
-            forget_later(token, now);
+            // Forgotten at once: a released hold is worth nothing to anyone, and keeping
+            // every one of them would grow memory with traffic.
+            holds.erase(token);
             return {};
         }
 
@@ -447,14 +508,15 @@ private:
                             std::int64_t now, const HoldTable& t) {
             auto rec = record(token);
             if (!rec) return std::move(rec).error();
-            HoldRecord& h = **rec;
+            auto [key, hp] = *rec;
+            HoldRecord& h = *hp;
             if (h.status != Status::held) return inactive(token, h);
             // Capped, never refused: the hold lives at most max_lifetime from its creation.
             const std::int64_t target =
                 std::max(h.expires_ms, std::min(now + ttl, h.created_ms + max_lifetime));
-            deadlines.erase({h.expires_ms, token});
+            deadlines.erase({h.expires_ms, key});
             h.expires_ms = target;
-            deadlines.emplace(h.expires_ms, token);
+            deadlines.emplace(h.expires_ms, key);
             return to_hold(token, h, t);
         }
 
@@ -477,7 +539,7 @@ private:
                                     ? static_cast<std::size_t>(std::stoll(seat) - 1)
                                     : zone.index.at(seat));
             }
-            free_slots(order.zone, slots, order_id);
+            free_slots(order.zone, slots, &it->first);
             holders[order.holder].paid -= static_cast<std::int64_t>(slots.size());
             order.cancelled = true;
             return order;
@@ -516,7 +578,10 @@ private:
         }
 
         void ack(const std::string& token, std::int64_t now) {
-            if (pending_expired.erase(token) > 0) forget_later(token, now);
+            if (pending_expired.erase(token) == 0) return;
+            auto it = holds.find(token);
+            // A hold paid by confirm_late after it expired stays with its order.
+            if (it != holds.end() && it->second.status == Status::expired) forget_later(&it->first, now);
         }
     };
 

@@ -1,0 +1,51 @@
+// The conformance suite on RedisBackend, against a private redis-server.
+#include "hold_conformance.hpp"
+#include "lock_conformance.hpp"
+#include "model_test.hpp"
+
+#include <seatlock/backends/redis.hpp>
+
+#include "support/redis_server.hpp"
+
+#include <atomic>
+#include <string>
+
+namespace seatlock::testing {
+
+/// One redis-server for the whole program, started on first use, stopped at exit.
+inline RedisServer& conformance_server() {
+    static RedisServer server;
+    return server;
+}
+
+/// A RedisBackend with a key prefix of its own, so every test starts from empty storage.
+struct RedisFixture {
+    using backend_type = RedisBackend;
+    static constexpr const char* name = "redis";
+    static constexpr bool manual_clock = false;
+
+    RedisFixture() : backend_(options()) {}
+
+    RedisBackend& backend() { return backend_; }
+    void advance(Millis d) { std::this_thread::sleep_for(d); }
+    // The server runs on this machine: its TIME is this wall clock.
+    WallTime now() const { return std::chrono::system_clock::now(); }
+
+private:
+    static RedisOptions options() {
+        static std::atomic<int> fixtures{0};
+        RedisOptions o;
+        o.host = conformance_server().host();
+        o.port = conformance_server().port();
+        o.prefix = "conformance-" + std::to_string(++fixtures);
+        return o;
+    }
+
+    RedisBackend backend_;
+};
+
+}  // namespace seatlock::testing
+
+SEATLOCK_LOCK_CONFORMANCE(seatlock::testing::RedisFixture);
+SEATLOCK_HOLD_CONFORMANCE(seatlock::testing::RedisFixture);
+SEATLOCK_MODEL_TEST(seatlock::testing::RedisFixture);
