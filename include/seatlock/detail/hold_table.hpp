@@ -12,6 +12,7 @@
 #include <seatlock/keys.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <deque>
@@ -94,21 +95,21 @@ public:
     explicit HoldTable(WallFn wall) : wall_(std::move(wall)) {}
 
     Result<void> create_event(const EventSpec& spec) {
-        std::unique_lock lock(events_mutex_);
-        auto it = events_.find(spec.id);
-        if (it != events_.end()) {
+        Shard& shard = shard_of(spec.id);
+        std::unique_lock lock(shard.mutex);
+        auto it = shard.events.find(spec.id);
+        if (it != shard.events.end()) {
             if (it->second->spec == spec) return {};
             return Failure(errc::event_exists,
                            "event " + spec.id + " already exists with another inventory");
         }
-        events_.emplace(spec.id, std::make_unique<Event>(spec));
+        shard.events.emplace(spec.id, std::make_unique<Event>(spec));
         return {};
     }
 
     Result<std::vector<EventSpec>> events() const {
-        std::shared_lock lock(events_mutex_);
         std::vector<EventSpec> specs;
-        for (const auto& [id, event] : events_) specs.push_back(event->spec);
+        for (Event* event : all_events()) specs.push_back(event->spec);
         std::sort(specs.begin(), specs.end(),
                   [](const EventSpec& a, const EventSpec& b) { return a.id < b.id; });
         return specs;
@@ -585,16 +586,31 @@ private:
         }
     };
 
+    // Events are spread over shards, each behind its own reader-writer mutex, so callers
+    // working on different events do not even share the cache line of a lookup lock.
+    struct alignas(64) Shard {
+        mutable std::shared_mutex mutex;
+        std::unordered_map<std::string, std::unique_ptr<Event>> events;
+    };
+    static constexpr std::size_t shard_count = 16;
+
+    Shard& shard_of(const std::string& id) const {
+        return shards_[std::hash<std::string>{}(id) % shard_count];
+    }
+
     Event* find(const std::string& id) const {
-        std::shared_lock lock(events_mutex_);
-        auto it = events_.find(id);
-        return it == events_.end() ? nullptr : it->second.get();
+        Shard& shard = shard_of(id);
+        std::shared_lock lock(shard.mutex);
+        auto it = shard.events.find(id);
+        return it == shard.events.end() ? nullptr : it->second.get();
     }
 
     std::vector<Event*> all_events() const {
-        std::shared_lock lock(events_mutex_);
         std::vector<Event*> out;
-        for (const auto& [id, event] : events_) out.push_back(event.get());
+        for (Shard& shard : shards_) {
+            std::shared_lock lock(shard.mutex);
+            for (const auto& [id, event] : shard.events) out.push_back(event.get());
+        }
         return out;
     }
 
@@ -620,8 +636,7 @@ private:
     }
 
     WallFn wall_;
-    mutable std::shared_mutex events_mutex_;
-    std::unordered_map<std::string, std::unique_ptr<Event>> events_;
+    mutable std::array<Shard, shard_count> shards_;
 };
 
 }  // namespace seatlock::detail
