@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <optional>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -56,6 +57,23 @@ TEST_CASE("the watchdog marks a guard lost when the storage says the lease is go
     CHECK(eventually([&] { return lost == 1; }));
     CHECK_FALSE(guard->owns());
     CHECK(thief->owns());
+}
+
+TEST_CASE("an on_lost callback may unlock its own guard") {
+    Fake fake;
+    std::atomic<int> lost{0};
+    std::optional<seatlock::SingleLock<Fake>> guard;
+    seatlock::LockOptions o = watched(300ms, lost);
+    o.on_lost = [&](const std::vector<std::string>&) {
+        auto unlocked = guard->unlock();  // from the watchdog thread, inside the renewal
+        if (unlocked && !*unlocked) ++lost;
+    };
+    seatlock::LockManager locks(fake, o);
+    auto taken = locks.try_lock("game1:A-1");
+    REQUIRE(taken);
+    guard.emplace(std::move(*taken));
+    fake.advance(1s);
+    CHECK(eventually([&] { return lost == 1; }));
 }
 
 TEST_CASE("a lost reply on acquire is settled by asking again with the same owner") {

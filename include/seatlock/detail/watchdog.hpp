@@ -56,10 +56,12 @@ public:
         wake_.notify_all();
     }
 
-    /// Stops renewing; returns once no renewal of `state` is in flight.
+    /// Stops renewing; returns once no renewal of `state` is in flight (unless called
+    /// from an on_lost callback, i.e. from inside that renewal).
     void unwatch(const LeaseState* state) {
         std::unique_lock lock(mutex_);
         std::erase_if(entries_, [state](const Entry& e) { return e.state.get() == state; });
+        if (std::this_thread::get_id() == thread_.get_id()) return;
         idle_.wait(lock, [&] { return renewing_ != state; });
     }
 
