@@ -2,10 +2,9 @@
 #include "hold_conformance.hpp"
 #include "lock_conformance.hpp"
 #include "model_test.hpp"
+#include "support/redis_server.hpp"
 
 #include <seatlock/backends/redis.hpp>
-
-#include "support/redis_server.hpp"
 
 #include <atomic>
 #include <string>
@@ -38,6 +37,7 @@ private:
         o.host = conformance_server().host();
         o.port = conformance_server().port();
         o.prefix = "conformance-" + std::to_string(++fixtures);
+        o.command_timeout = std::chrono::seconds(10);  // sanitizer builds on busy machines are slow
         return o;
     }
 

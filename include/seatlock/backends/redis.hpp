@@ -1,7 +1,7 @@
 // seatlock/backends/redis.hpp: RedisBackend, the backend for many processes and machines
 // sharing one Redis (compiled in src/redis, target seatlock::redis).
 //
-//     auto options = seatlock::RedisOptions::from_url("redis://app:s3cret@10.0.0.5:6379/2").value();
+//     auto options = seatlock::RedisOptions::from_url("redis://app:pw@10.0.0.5:6379/2").value();
 //     seatlock::RedisBackend backend(options);       // connects lazily, never throws when down
 //     backend.ping().value();                        // fail fast at start-up, if wanted
 //     seatlock::SeatHoldStore store(backend);

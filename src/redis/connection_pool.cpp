@@ -1,0 +1,303 @@
+// src/redis/connection_pool.cpp: hiredis connections, their (re)connection and the
+// classification of every way a command can fail.
+#include "connection_pool.hpp"
+
+#include <hiredis/hiredis.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+namespace seatlock::redis_detail {
+
+void ReplyDeleter::operator()(redisReply* reply) const noexcept {
+    freeReplyObject(reply);
+}
+
+namespace {
+
+bool starts_with(std::string_view text, std::string_view word) {
+    return text.substr(0, word.size()) == word;
+}
+
+timeval to_timeval(Millis d) {
+    timeval tv{};
+    tv.tv_sec = static_cast<decltype(tv.tv_sec)>(d.count() / 1000);
+    tv.tv_usec = static_cast<decltype(tv.tv_usec)>((d.count() % 1000) * 1000);
+    return tv;
+}
+
+// True when a blocking socket operation gave up because of SO_RCVTIMEO / SO_SNDTIMEO.
+bool timed_out(const redisContext* ctx, int error_number) {
+#if HIREDIS_MAJOR >= 1
+    if (ctx->err == REDIS_ERR_TIMEOUT) return true;
+#endif
+    return ctx->err == REDIS_ERR_IO && (error_number == EAGAIN || error_number == EWOULDBLOCK);
+}
+
+// True when the server closed an idle connection (or sent bytes nobody asked for, which
+// leaves the stream out of step): such a connection must not carry a command.
+bool closed_by_peer(int fd) {
+    char byte = 0;
+    const ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n >= 0) return true;
+    return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+}
+
+// hiredis writes with write(2): a server that closed the connection would raise SIGPIPE
+// and kill the process. The signal is blocked in this thread while writing and a
+// SIGPIPE raised meanwhile is consumed, leaving the application's signal setup alone.
+class SigpipeGuard {
+public:
+    SigpipeGuard() {
+        sigemptyset(&pipe_);
+        sigaddset(&pipe_, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe_, &previous_);
+        sigset_t pending;
+        sigpending(&pending);
+        was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+    }
+    ~SigpipeGuard() {
+        if (!was_pending_) {
+            sigset_t pending;
+            sigpending(&pending);
+            if (sigismember(&pending, SIGPIPE) == 1) {
+                const timespec no_wait{0, 0};
+                while (sigtimedwait(&pipe_, nullptr, &no_wait) == -1 && errno == EINTR) {
+                }
+            }
+        }
+        pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+    }
+    SigpipeGuard(const SigpipeGuard&) = delete;
+    SigpipeGuard& operator=(const SigpipeGuard&) = delete;
+
+private:
+    sigset_t pipe_{};
+    sigset_t previous_{};
+    bool was_pending_ = false;
+};
+
+}  // namespace
+
+Failure error_reply_failure(std::string_view message, std::string_view what) {
+    const std::string text = std::string(what) + ": " + std::string(message);
+    if (starts_with(message, "NOAUTH") || starts_with(message, "WRONGPASS") ||
+        starts_with(message, "NOPERM")) {
+        return Failure(errc::auth_failed, text);
+    }
+    // The server refused the command without running it: safe to retry later.
+    for (std::string_view transient :
+         {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "READONLY", "CLUSTERDOWN"}) {
+        if (starts_with(message, transient))
+            return Failure(errc::io_error, text + " (not applied)");
+    }
+    if (starts_with(message, "MOVED") || starts_with(message, "ASK ")) {
+        return Failure(errc::protocol_error,
+                       text + " (Redis Cluster redirections are not followed)");
+    }
+    return Failure(errc::script_error, text);
+}
+
+struct ConnectionPool::Connection {
+    redisContext* ctx = nullptr;
+    bool broken = false;  // must be reconnected before its next command
+
+    ~Connection() {
+        if (ctx) redisFree(ctx);
+    }
+    // Closes the socket at once, so that the server drops a half-sent command, while the
+    // context keeps what redisReconnect needs.
+    void mark_broken() {
+        broken = true;
+        if (ctx && ctx->fd >= 0) ::shutdown(ctx->fd, SHUT_RDWR);
+    }
+};
+
+ConnectionPool::ConnectionPool(const RedisOptions& options) : options_(options) {}
+
+ConnectionPool::~ConnectionPool() = default;
+
+ConnectionPool::Lease::Lease(ConnectionPool& pool, std::unique_ptr<Connection> connection)
+    : pool_(&pool), connection_(std::move(connection)) {}
+
+ConnectionPool::Lease::Lease(Lease&& other) noexcept
+    : pool_(other.pool_), connection_(std::move(other.connection_)) {}
+
+ConnectionPool::Lease::~Lease() {
+    if (connection_) pool_->give_back(std::move(connection_));
+}
+
+Result<ConnectionPool::Lease> ConnectionPool::lease() {
+    std::unique_ptr<Connection> connection;
+    {
+        std::unique_lock lock(mutex_);
+        // A caller keeps a connection for at most a connect, a handshake and two commands.
+        const auto patience = 2 * (options_.connect_timeout + 2 * options_.command_timeout);
+        const bool ready = available_.wait_for(
+            lock, patience, [&] { return !idle_.empty() || open_ < options_.pool_size; });
+        if (!ready) {
+            return Failure(errc::timeout, "all " + std::to_string(options_.pool_size) +
+                                              " Redis connections stayed busy for " +
+                                              std::to_string(patience.count()) + " ms");
+        }
+        if (!idle_.empty()) {
+            connection = std::move(idle_.back());  // the most recently used: likely alive
+            idle_.pop_back();
+        } else {
+            connection = std::make_unique<Connection>();
+            ++open_;
+        }
+    }
+    Lease lease(*this, std::move(connection));
+    if (auto ok = connect(*lease.connection_); !ok) return std::move(ok).error();
+    return Result<Lease>(std::move(lease));
+}
+
+void ConnectionPool::give_back(std::unique_ptr<Connection> connection) {
+    {
+        std::lock_guard lock(mutex_);
+        idle_.push_back(std::move(connection));
+    }
+    available_.notify_one();
+}
+
+Result<void> ConnectionPool::connect(Connection& c) {
+    if (c.ctx && !c.broken && !closed_by_peer(c.ctx->fd)) return {};
+    const std::string where = options_.host + ":" + std::to_string(options_.port);
+    if (c.ctx && redisReconnect(c.ctx) != REDIS_OK) {
+        const std::string reason = c.ctx->errstr;
+        c.broken = true;
+        return Failure(errc::connection_failed,
+                       "cannot reconnect to Redis at " + where + ": " + reason);
+    }
+    if (!c.ctx) {
+        c.ctx = redisConnectWithTimeout(options_.host.c_str(), options_.port,
+                                        to_timeval(options_.connect_timeout));
+        if (!c.ctx || c.ctx->err) {
+            const std::string reason = c.ctx ? c.ctx->errstr : "out of memory";
+            if (c.ctx) redisFree(c.ctx);
+            c.ctx = nullptr;
+            return Failure(errc::connection_failed,
+                           "cannot connect to Redis at " + where + ": " + reason);
+        }
+    }
+    // After every (re)connect: redisReconnect of hiredis 0.14 drops the command timeout.
+    if (redisSetTimeout(c.ctx, to_timeval(options_.command_timeout)) != REDIS_OK) {
+        c.mark_broken();
+        return Failure(errc::connection_failed, "cannot set the command timeout on " + where);
+    }
+    redisEnableKeepAlive(c.ctx);
+    c.broken = false;
+    return handshake(c);
+}
+
+Result<void> ConnectionPool::handshake(Connection& c) {
+    std::vector<std::vector<std::string_view>> commands;
+    if (!options_.password.empty()) {
+        if (options_.user.empty())
+            commands.push_back({"AUTH", options_.password});
+        else
+            commands.push_back({"AUTH", options_.user, options_.password});
+    }
+    const std::string db = std::to_string(options_.db);
+    if (options_.db != 0) commands.push_back({"SELECT", db});
+    if (commands.empty()) return {};
+    // Pipelined: one round trip whatever the number of steps.
+    for (const auto& command : commands) {
+        std::vector<const char*> argv;
+        std::vector<std::size_t> lengths;
+        for (auto arg : command) {
+            argv.push_back(arg.data());
+            lengths.push_back(arg.size());
+        }
+        redisAppendCommandArgv(c.ctx, static_cast<int>(argv.size()), argv.data(), lengths.data());
+    }
+    const std::string where = options_.host + ":" + std::to_string(options_.port);
+    SigpipeGuard guard;
+    for (const auto& command : commands) {
+        void* raw = nullptr;
+        if (redisGetReply(c.ctx, &raw) != REDIS_OK || !raw) {
+            const std::string reason = c.ctx->errstr;
+            c.mark_broken();
+            return Failure(errc::connection_failed, "Redis at " + where + " did not answer " +
+                                                        std::string(command[0]) + ": " + reason);
+        }
+        ReplyPtr reply(static_cast<redisReply*>(raw));
+        if (reply->type != REDIS_REPLY_ERROR) continue;
+        const std::string message(reply->str, reply->len);
+        c.mark_broken();
+        if (command[0] == "AUTH") {
+            return Failure(errc::auth_failed,
+                           "Redis at " + where + " refused AUTH" +
+                               (options_.user.empty() ? "" : " for user " + options_.user) + ": " +
+                               message);
+        }
+        if (starts_with(message, "NOAUTH") || starts_with(message, "NOPERM")) {
+            return Failure(errc::auth_failed,
+                           "Redis at " + where + " refused SELECT " + db + ": " + message);
+        }
+        return Failure(errc::connection_failed,
+                       "Redis at " + where + " refused SELECT " + db + ": " + message);
+    }
+    return {};
+}
+
+Result<ReplyPtr> ConnectionPool::Lease::command(std::span<const std::string_view> args) {
+    Connection& c = *connection_;
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lengths;
+    argv.reserve(args.size());
+    lengths.reserve(args.size());
+    for (auto arg : args) {
+        argv.push_back(arg.data());
+        lengths.push_back(arg.size());
+    }
+    const std::string what(args.empty() ? std::string_view("command") : args.front());
+    if (redisAppendCommandArgv(c.ctx, static_cast<int>(argv.size()), argv.data(), lengths.data()) !=
+        REDIS_OK) {
+        c.mark_broken();
+        return Failure(errc::io_error, what + " not sent: " + c.ctx->errstr);
+    }
+    SigpipeGuard guard;
+    for (int done = 0; !done;) {
+        if (redisBufferWrite(c.ctx, &done) != REDIS_OK) {
+            const int error_number = errno;
+            const std::string reason = c.ctx->errstr;
+            const bool slow = timed_out(c.ctx, error_number);
+            c.mark_broken();
+            // Not sent completely: the server never runs a partial command.
+            if (slow) {
+                return Failure(errc::timeout,
+                               what + " not sent within " +
+                                   std::to_string(pool_->options_.command_timeout.count()) +
+                                   " ms: " + reason);
+            }
+            return Failure(errc::io_error, what + " not sent, the connection broke: " + reason);
+        }
+    }
+    void* raw = nullptr;
+    if (redisGetReply(c.ctx, &raw) != REDIS_OK || !raw) {
+        const int error_number = errno;
+        const std::string reason = c.ctx->errstr;
+        const bool slow = timed_out(c.ctx, error_number);
+        const bool unreadable = c.ctx->err == REDIS_ERR_PROTOCOL;
+        c.mark_broken();
+        if (unreadable)
+            return Failure(errc::protocol_error, what + ": unreadable reply: " + reason);
+        return Failure(
+            errc::outcome_unknown,
+            what + " was sent but " +
+                (slow ? "no reply came within " +
+                            std::to_string(pool_->options_.command_timeout.count()) + " ms"
+                      : "the connection broke before the reply (" + reason + ")") +
+                ": it may or may not have been applied");
+    }
+    return ReplyPtr(static_cast<redisReply*>(raw));
+}
+
+}  // namespace seatlock::redis_detail

@@ -1,0 +1,82 @@
+// src/redis/connection_pool.hpp: a pool of blocking hiredis connections shared by the
+// threads of one RedisBackend, and the mapping of transport failures to seatlock::errc.
+//
+// A connection is (re)connected on the use after it broke, never in the background:
+// `redisReconnect` keeps host, port and connect timeout, and the command timeout, AUTH
+// and SELECT are applied again after every connect (hiredis 0.14 forgets the command
+// timeout on reconnect). An idle connection the server closed (CLIENT KILL, restart,
+// idle timeout) is noticed before a command is written to it, so such a command fails
+// cleanly or goes out on a fresh connection instead of ending as outcome_unknown.
+#pragma once
+
+#include <seatlock/backends/redis.hpp>
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct redisReply;
+
+namespace seatlock::redis_detail {
+
+struct ReplyDeleter {
+    void operator()(redisReply* reply) const noexcept;
+};
+/// A reply owned by the caller (plain replies and error replies alike).
+using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
+
+/// The failure for an error reply ("-NOAUTH ...", "-ERR ..."): auth, busy/loading servers,
+/// redirections and everything else (script_error), with the server's message.
+Failure error_reply_failure(std::string_view message, std::string_view what);
+
+class ConnectionPool {
+    struct Connection;
+
+public:
+    explicit ConnectionPool(const RedisOptions& options);
+    ~ConnectionPool();
+    ConnectionPool(const ConnectionPool&) = delete;
+    ConnectionPool& operator=(const ConnectionPool&) = delete;
+
+    /// One connected connection, for one caller at a time; back to the pool when destroyed.
+    class Lease {
+    public:
+        Lease(Lease&& other) noexcept;
+        Lease& operator=(Lease&&) = delete;
+        Lease(const Lease&) = delete;
+        ~Lease();
+
+        /// Sends one command and waits for its reply. Transport failures are a Failure
+        /// (timeout or io_error when the command was not sent completely,
+        /// outcome_unknown once it was); error replies are returned as replies.
+        Result<ReplyPtr> command(std::span<const std::string_view> args);
+
+    private:
+        friend class ConnectionPool;
+        Lease(ConnectionPool& pool, std::unique_ptr<Connection> connection);
+        ConnectionPool* pool_;
+        std::unique_ptr<Connection> connection_;
+    };
+
+    /// A connection ready for commands: waits while every connection is in use, connects
+    /// when needed. connection_failed or auth_failed when the server cannot be reached
+    /// or refuses the credentials.
+    Result<Lease> lease();
+
+private:
+    Result<void> connect(Connection& c);
+    Result<void> handshake(Connection& c);
+    void give_back(std::unique_ptr<Connection> connection);
+
+    const RedisOptions options_;
+    std::mutex mutex_;
+    std::condition_variable available_;
+    std::vector<std::unique_ptr<Connection>> idle_;
+    std::size_t open_ = 0;  // connections that exist, idle or leased
+};
+
+}  // namespace seatlock::redis_detail

@@ -1,0 +1,54 @@
+// src/redis/key_layout.hpp: the names of every Redis key seatlock writes. The Lua scripts
+// build the same names (lua/common.lua, event_keys) and check the KEYS they are given
+// against them; docs/redis.md shows the layout to operators.
+#pragma once
+
+#include <seatlock/keys.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace seatlock::redis_detail {
+
+class KeyLayout {
+public:
+    explicit KeyLayout(std::string prefix) : prefix_(std::move(prefix)) {}
+
+    [[nodiscard]] const std::string& prefix() const noexcept { return prefix_; }
+
+    /// <prefix>:events — hash event id -> canonical spec; the index events() reads.
+    [[nodiscard]] std::string events_index() const { return prefix_ + ":events"; }
+
+    /// <prefix>:<kind>:{event} — one key per event and kind (event, held, paid, holders,
+    /// deadlines, expired).
+    [[nodiscard]] std::string event_key(std::string_view kind, std::string_view event) const {
+        return prefix_ + ":" + std::string(kind) + ":{" + std::string(event) + "}";
+    }
+    /// <prefix>:<kind>:{event}:<name> — per hold (hold), order (order) or zone (zone,
+    /// free, seats).
+    [[nodiscard]] std::string event_key(std::string_view kind, std::string_view event,
+                                        std::string_view name) const {
+        return event_key(kind, event) + ":" + std::string(name);
+    }
+
+    /// The hash tag of a lock key's group. The empty group (a key starting with ':') gets
+    /// ":", which no real group can be, so distinct keys never share a Redis key.
+    static std::string lock_tag(std::string_view key) {
+        const std::string_view group = lock_group(key);
+        return group.empty() ? std::string(":") : std::string(group);
+    }
+    /// <prefix>:lock:{group}<rest of the key>: "game1:A-12" -> seatlock:lock:{game1}:A-12
+    [[nodiscard]] std::string lock_key(std::string_view key) const {
+        const std::string_view group = lock_group(key);
+        return prefix_ + ":lock:{" + lock_tag(key) + "}" + std::string(key.substr(group.size()));
+    }
+    /// <prefix>:fence:{group} — the group's fencing counter.
+    [[nodiscard]] std::string fence_key(std::string_view key) const {
+        return prefix_ + ":fence:{" + lock_tag(key) + "}";
+    }
+
+private:
+    std::string prefix_;
+};
+
+}  // namespace seatlock::redis_detail

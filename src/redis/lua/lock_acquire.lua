@@ -1,0 +1,48 @@
+-- lock_acquire.lua: takes every key for `owner` until now + lease, or none of them
+-- (LockTable::acquire). Taking keys the owner already holds is a retry and succeeds.
+-- KEYS: n lock keys (<prefix>:lock:{group}...), then the fence:{group} key of each group
+-- ARGV: owner (32 hex digits), lease_ms, n
+-- Returns {1, fencing_token} or {0, {indexes of the keys held by others}}.
+arg_count(3, 'lock_acquire')
+local owner = ARGV[1]
+if type(owner) ~= 'string' or not string.find(owner, '^' .. string.rep('[0-9a-f]', 32) .. '$') then
+  malformed('lock owner (ARGV[1])')
+end
+local lease = arg_int(2, 'lease', 1, MAX_MS)
+local n = arg_int(3, 'lock key count', 1, #KEYS - 1)
+-- Every lock key's group must come with its fence key, and only those.
+local fences = {}
+for f = n + 1, #KEYS do
+  local group = string.match(KEYS[f], ':fence:{([^{}]*)}$')
+  if not group or fences[group] ~= nil then malformed('KEYS[' .. f .. '] is not a new fence key') end
+  fences[group] = false
+end
+for k = 1, n do
+  local group = string.match(KEYS[k], ':lock:{([^{}]*)}')
+  if not group or fences[group] == nil then malformed('KEYS[' .. k .. '] is a lock key without its fence key') end
+  fences[group] = true
+end
+for group, used in pairs(fences) do
+  if not used then malformed('fence key of group ' .. group .. ' without a lock key') end
+end
+
+local busy = {}
+for k = 1, n do
+  local current = redis.call('GET', KEYS[k])
+  if current and current ~= owner then busy[#busy + 1] = k end
+end
+if #busy > 0 then return {0, busy} end
+
+-- One counter per group. When the keys span several groups, every counter touched moves
+-- to the same new maximum, so each group's tokens still strictly increase.
+local token
+if #KEYS == n + 1 then
+  token = redis.call('INCR', KEYS[n + 1])
+else
+  token = 0
+  for f = n + 1, #KEYS do token = math.max(token, tonumber(redis.call('GET', KEYS[f]) or '0')) end
+  token = token + 1
+  for f = n + 1, #KEYS do redis.call('SET', KEYS[f], token) end
+end
+for k = 1, n do redis.call('SET', KEYS[k], owner, 'PX', lease) end
+return {1, token}
