@@ -10,14 +10,14 @@
 // needs round trips: no client-side design that talks to Redis once per step can beat it.
 #pragma once
 
-#include "bench_scripts.hpp"
-#include "harness.hpp"
-#include "redis_client.hpp"
-
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "bench_scripts.hpp"
+#include "harness.hpp"
+#include "redis_client.hpp"
 
 namespace seatlock::bench {
 
@@ -31,7 +31,22 @@ struct BaselineScripts {
     }
 };
 
-/// One caller of the seed apps' flow over its own seats.
+/// The keys of the seed apps' flow for a set of seats of one event.
+struct SeedSeats {
+    std::vector<std::string> lock_keys;
+    std::vector<std::string> hold_keys;
+
+    static SeedSeats of(const std::string& event, const std::vector<std::string>& seats) {
+        SeedSeats keys;
+        for (const auto& seat : seats) {
+            keys.lock_keys.push_back("lock:seat:{" + event + "}:" + seat);
+            keys.hold_keys.push_back("preempt:seat:{" + event + "}:" + seat);
+        }
+        return keys;
+    }
+};
+
+/// One caller of the seed apps' flow, on its own connection.
 class SeedFlow {
 public:
     /// A hold key lives this long, like the seeds' 10-minute preemption.
@@ -39,58 +54,51 @@ public:
     /// A seat lock's lease (Redisson's leaseTime of the seeds).
     static constexpr const char* lease_ms = "10000";
 
-    SeedFlow(const std::string& host, int port, const BaselineScripts& scripts, std::string event,
-             const std::vector<std::string>& seats, std::string holder)
-        : connection_(host, port), unlock_sha_(scripts.seed_unlock), holder_(std::move(holder)) {
-        for (const auto& seat : seats) {
-            lock_keys_.push_back("lock:seat:{" + event + "}:" + seat);
-            hold_keys_.push_back(hold_key(event, seat));
-        }
-    }
+    SeedFlow(const std::string& host, int port, const BaselineScripts& scripts, std::string holder)
+        : connection_(host, port), unlock_sha_(scripts.seed_unlock), holder_(std::move(holder)) {}
 
-    /// The seeds' hold key of a seat.
-    static std::string hold_key(const std::string& event, const std::string& seat) {
-        return "preempt:seat:{" + event + "}:" + seat;
-    }
-
-    /// Hold every seat: 3n commands for n seats.
-    void hold() {
-        lock_each();
-        for (const auto& key : hold_keys_) {
+    /// Holds every seat: 3n commands for n seats.
+    void hold(const SeedSeats& seats) {
+        lock_each(seats);
+        for (const auto& key : seats.hold_keys) {
             Reply r = connection_.command({"SET", key, holder_, "NX", "PX", hold_ttl_ms});
-            if (r->type != REDIS_REPLY_STATUS) throw std::runtime_error("seed flow: " + key + " already held");
+            if (r->type != REDIS_REPLY_STATUS)
+                throw std::runtime_error("seed flow: " + key + " already held");
         }
-        unlock_each();
+        unlock_each(seats);
     }
 
-    /// Release every seat: 3n commands for n seats.
-    void release() {
-        lock_each();
-        for (const auto& key : hold_keys_) {
+    /// Releases every seat: 3n commands for n seats.
+    void release(const SeedSeats& seats) {
+        lock_each(seats);
+        for (const auto& key : seats.hold_keys) {
             Reply r = connection_.command({"DEL", key});
             if (Connection::expect(r, REDIS_REPLY_INTEGER, "DEL")->integer != 1) {
                 throw std::runtime_error("seed flow: " + key + " was not held");
             }
         }
-        unlock_each();
+        unlock_each(seats);
     }
 
     /// Redisson's MultiLock over the seats: one key at a time, then unlock each.
-    void lock_and_unlock() {
-        lock_each();
-        unlock_each();
+    void lock_and_unlock(const SeedSeats& seats) {
+        lock_each(seats);
+        unlock_each(seats);
     }
 
 private:
-    void lock_each() {
-        owner_ = std::to_string(++acquisitions_);
-        for (const auto& key : lock_keys_) {
+    void lock_each(const SeedSeats& seats) {
+        // A fresh owner per acquisition, as the seeds' UUID owners; a counter is cheaper
+        // than a UUID, which only flatters the baseline.
+        owner_ = holder_ + ":" + std::to_string(++acquisitions_);
+        for (const auto& key : seats.lock_keys) {
             Reply r = connection_.command({"SET", key, owner_, "NX", "PX", lease_ms});
-            if (r->type != REDIS_REPLY_STATUS) throw std::runtime_error("seed flow: " + key + " is locked");
+            if (r->type != REDIS_REPLY_STATUS)
+                throw std::runtime_error("seed flow: " + key + " is locked");
         }
     }
-    void unlock_each() {
-        for (const auto& key : lock_keys_) {
+    void unlock_each(const SeedSeats& seats) {
+        for (const auto& key : seats.lock_keys) {
             Reply r = connection_.command({"EVALSHA", unlock_sha_, "1", key, owner_});
             if (Connection::expect(r, REDIS_REPLY_INTEGER, "unlock")->integer != 1) {
                 throw std::runtime_error("seed flow: lost the lock " + key);
@@ -101,8 +109,6 @@ private:
     Connection connection_;
     std::string unlock_sha_;
     std::string holder_;
-    std::vector<std::string> lock_keys_;
-    std::vector<std::string> hold_keys_;
     std::string owner_;
     std::uint64_t acquisitions_ = 0;
 };

@@ -8,6 +8,9 @@
 // can be read at the exact point where measuring begins.
 #pragma once
 
+#include <malloc.h>
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -16,7 +19,6 @@
 #include <fstream>
 #include <functional>
 #include <latch>
-#include <malloc.h>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -51,7 +53,8 @@ public:
     /// upper edge of the bucket holding that sample); 0 without samples.
     [[nodiscard]] double quantile_us(double q) const {
         if (total_ == 0) return 0;
-        const auto rank = static_cast<std::uint64_t>(std::max(1.0, q * static_cast<double>(total_) + 0.5));
+        const auto rank =
+            static_cast<std::uint64_t>(std::max(1.0, q * static_cast<double>(total_) + 0.5));
         std::uint64_t seen = 0;
         for (std::size_t i = 0; i < counts_.size(); ++i) {
             seen += counts_[i];
@@ -68,8 +71,8 @@ private:
 
     static std::size_t index(std::uint64_t v) {
         if (v < sub) return static_cast<std::size_t>(v);
-        const unsigned shift = std::min<unsigned>(
-            static_cast<unsigned>(std::bit_width(v)) - sub_bits - 1, max_shift);
+        const unsigned shift =
+            std::min<unsigned>(static_cast<unsigned>(std::bit_width(v)) - sub_bits - 1, max_shift);
         const std::uint64_t mantissa = std::min<std::uint64_t>(v >> shift, 2 * sub - 1);
         return static_cast<std::size_t>(sub + shift * sub + (mantissa - sub));
     }
@@ -124,8 +127,25 @@ struct Measurement {
     LatencyHistogram latency;
     LatencyHistogram first_step;  ///< empty unless the operation marks its first step
     std::int64_t peak_rss_kib = 0;
+    double cpu_seconds = 0;  ///< CPU time the whole process used while measuring
 
-    [[nodiscard]] double ops_per_second() const { return seconds > 0 ? static_cast<double>(ops) / seconds : 0; }
+    [[nodiscard]] double ops_per_second() const {
+        return seconds > 0 ? static_cast<double>(ops) / seconds : 0;
+    }
+    /// How many cores the process kept busy on average: on a shared machine, whether the
+    /// callers got the cores they needed.
+    [[nodiscard]] double cores_used() const { return seconds > 0 ? cpu_seconds / seconds : 0; }
+
+    /// Adds another slice of the same run (same operation, same callers).
+    void merge(const Measurement& other) {
+        seconds += other.seconds;
+        ops += other.ops;
+        refused += other.refused;
+        latency.merge(other.latency);
+        first_step.merge(other.first_step);
+        peak_rss_kib = std::max(peak_rss_kib, other.peak_rss_kib);
+        cpu_seconds += other.cpu_seconds;
+    }
 };
 
 // ---------------------------------------------------------------------------------------
@@ -143,20 +163,37 @@ inline std::int64_t status_field_kib(const std::string& name) {
 }  // namespace detail
 
 /// Resident memory now, in bytes.
-inline std::int64_t resident_bytes() { return detail::status_field_kib("VmRSS") * 1024; }
+inline std::int64_t resident_bytes() {
+    return detail::status_field_kib("VmRSS") * 1024;
+}
 
 /// Peak resident memory since the last reset_peak_resident(), in KiB.
-inline std::int64_t peak_resident_kib() { return detail::status_field_kib("VmHWM"); }
+inline std::int64_t peak_resident_kib() {
+    return detail::status_field_kib("VmHWM");
+}
 
 /// Starts a new peak-memory window (Linux: writing 5 to clear_refs resets VmHWM), so each
 /// run reports its own peak rather than the largest of every run before it.
 inline void reset_peak_resident() {
+    // Memory freed by earlier runs goes back to the system first: it would otherwise
+    // stay resident and count towards this run's peak.
+    ::malloc_trim(0);
     std::ofstream clear("/proc/self/clear_refs");
     clear << "5";
 }
 
 /// Bytes handed out by malloc and not yet freed: exact, unlike resident memory, which
 /// moves in pages and keeps what the allocator has not returned.
+/// CPU time (user + system) of every thread of the process so far, in seconds.
+inline double process_cpu_seconds() {
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
+    auto seconds = [](const timeval& t) {
+        return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+    };
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
 inline std::int64_t heap_in_use_bytes() {
     const struct mallinfo2 info = ::mallinfo2();
     return static_cast<std::int64_t>(info.uordblks + info.hblkhd);
@@ -166,12 +203,16 @@ inline std::int64_t heap_in_use_bytes() {
 // Runner
 
 /// Runs `make(i)`'s operation from `callers` threads under `budget`. `at_start` runs once
-/// every caller is built and warmed up, just before the clock starts (to read server
-/// counters). Rethrows the first error of any caller.
+/// every caller is built and warmed up, just before the clock starts; `at_end` once every
+/// caller has stopped, while their operations (and what they hold) still exist: between
+/// the two, server counters and memory change only through the measured operations.
+/// Rethrows the first error of any caller.
 struct Runner {
     static Measurement run(int callers, const Budget& budget, const CallerFactory& make,
-                           const std::function<void()>& at_start = {}) {
+                           const std::function<void()>& at_start = {},
+                           const std::function<void()>& at_end = {}) {
         struct PerCaller {
+            Operation op;
             LatencyHistogram latency, first_step;
             std::uint64_t ops = 0, refused = 0;
         };
@@ -189,7 +230,7 @@ struct Runner {
 
         auto body = [&](int index) {
             PerCaller& mine = results[static_cast<std::size_t>(index)];
-            Operation op;
+            Operation& op = mine.op;
             bool counted_down = false;
             try {
                 op = make(index);
@@ -206,7 +247,8 @@ struct Runner {
                     const Outcome outcome = op(lap);
                     const auto end = Clock::now();
                     mine.latency.record((end - start).count());
-                    if (lap.mark_ != Clock::time_point{}) mine.first_step.record((lap.mark_ - start).count());
+                    if (lap.mark_ != Clock::time_point{})
+                        mine.first_step.record((lap.mark_ - start).count());
                     ++mine.ops;
                     if (outcome == Outcome::refused) ++mine.refused;
                 }
@@ -226,6 +268,7 @@ struct Runner {
         } catch (const std::exception& e) {
             fail(std::string("at start: ") + e.what());
         }
+        const double cpu_at_start = process_cpu_seconds();
         const auto start = Clock::now();
         go.count_down();
         if (budget.duration.count() > 0) {
@@ -238,6 +281,12 @@ struct Runner {
         }
         for (auto& t : threads) t.join();
         const auto end = Clock::now();
+        const double cpu = process_cpu_seconds() - cpu_at_start;
+        try {
+            if (at_end && error.empty()) at_end();
+        } catch (const std::exception& e) {
+            fail(std::string("at end: ") + e.what());
+        }
         if (!error.empty()) throw std::runtime_error(error);
 
         Measurement m;
@@ -250,6 +299,7 @@ struct Runner {
             m.first_step.merge(r.first_step);
         }
         m.peak_rss_kib = peak_resident_kib();
+        m.cpu_seconds = cpu;
         return m;
     }
 };

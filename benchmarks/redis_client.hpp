@@ -2,15 +2,19 @@
 // connection (one per caller of the hand-written baselines, one for the statistics), and
 // the server counters read around every Redis run.
 //
-// Two counters are read, because they answer two questions:
+// Three counters are read, because they answer three questions:
 //   commands  the sum of `calls` over INFO commandstats: every command Redis executed,
 //             including the ones a Lua script ran inside the server;
 //   replies   total_writes_processed from INFO stats: one per request/reply exchange
-//             for clients that wait for each reply, i.e. the round trips clients made.
-// The statistics connection's own INFO calls are taken out of both.
+//             for clients that wait for each reply, i.e. the round trips clients made;
+//   cpu       used_cpu_user + used_cpu_sys from INFO cpu: the server's CPU time. Redis
+//             runs commands on one thread, so this bounds the operations per second any
+//             number of clients can get out of one server.
+// The statistics connection's own INFO calls are taken out of the first two.
 #pragma once
 
 #include <hiredis/hiredis.h>
+#include <sys/time.h>
 
 #include <charconv>
 #include <cstdint>
@@ -19,7 +23,6 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <sys/time.h>
 #include <vector>
 
 namespace seatlock::bench {
@@ -38,8 +41,9 @@ public:
         const timeval timeout{5, 0};
         context_.reset(redisConnectWithTimeout(host.c_str(), port, timeout));
         if (!context_ || context_->err) {
-            throw std::runtime_error("cannot connect to redis at " + host + ":" + std::to_string(port) +
-                                     (context_ ? std::string(": ") + context_->errstr : std::string()));
+            throw std::runtime_error(
+                "cannot connect to redis at " + host + ":" + std::to_string(port) +
+                (context_ ? std::string(": ") + context_->errstr : std::string()));
         }
         redisSetTimeout(context_.get(), timeout);
     }
@@ -62,7 +66,8 @@ public:
             lengths[n] = a.size();
             ++n;
         }
-        if (redisAppendCommandArgv(context_.get(), static_cast<int>(n), argv, lengths) != REDIS_OK) {
+        if (redisAppendCommandArgv(context_.get(), static_cast<int>(n), argv, lengths) !=
+            REDIS_OK) {
             throw std::runtime_error(std::string("redis: ") + context_->errstr);
         }
     }
@@ -86,8 +91,9 @@ public:
     static const redisReply* expect(const Reply& r, int type, std::string_view what) {
         if (r->type != type) {
             throw std::runtime_error(std::string(what) + ": unexpected reply" +
-                                     (r->type == REDIS_REPLY_ERROR ? std::string(": ") + r->str
-                                                                   : " of type " + std::to_string(r->type)));
+                                     (r->type == REDIS_REPLY_ERROR
+                                          ? std::string(": ") + r->str
+                                          : " of type " + std::to_string(r->type)));
         }
         return r.get();
     }
@@ -103,17 +109,20 @@ private:
 struct ServerCounters {
     std::uint64_t commands = 0;  ///< commands executed, INFO itself left out
     std::uint64_t replies = 0;   ///< replies written, the one to this INFO left out
+    double cpu_seconds = 0;      ///< server CPU time, user + system
 };
 
 /// What happened between two reads of the counters.
 struct CounterDelta {
     std::uint64_t commands = 0;
     std::uint64_t replies = 0;
+    double cpu_seconds = 0;
 };
 
 namespace detail {
 // The unsigned number that follows `key` in an INFO text, from `from` on.
-inline std::uint64_t info_number(std::string_view text, std::string_view key, std::size_t from = 0) {
+inline std::uint64_t info_number(std::string_view text, std::string_view key,
+                                 std::size_t from = 0) {
     const std::size_t at = text.find(key, from);
     if (at == std::string_view::npos) throw std::runtime_error("INFO has no " + std::string(key));
     std::uint64_t value = 0;
@@ -121,16 +130,25 @@ inline std::uint64_t info_number(std::string_view text, std::string_view key, st
     std::from_chars(begin, text.data() + text.size(), value);
     return value;
 }
+// The decimal number that follows `key` in an INFO text.
+inline double info_decimal(std::string_view text, std::string_view key) {
+    const std::size_t at = text.find(key);
+    if (at == std::string_view::npos) throw std::runtime_error("INFO has no " + std::string(key));
+    return std::stod(
+        std::string(text.substr(at + key.size(), text.find('\r', at) - at - key.size())));
+}
 }  // namespace detail
 
-/// Reads both counters with one INFO call.
+/// Reads the counters with one INFO call.
 inline ServerCounters read_counters(Connection& stats) {
-    Reply r = stats.command({"INFO", "stats", "commandstats"});
+    Reply r = stats.command({"INFO", "stats", "cpu", "commandstats"});
     const std::string_view text(Connection::expect(r, REDIS_REPLY_STRING, "INFO")->str, r->len);
     ServerCounters c;
     // The INFO text is produced before its own reply is written: this call is not in
     // total_writes_processed yet, but the previous INFO call is.
     c.replies = detail::info_number(text, "total_writes_processed:");
+    c.cpu_seconds =
+        detail::info_decimal(text, "used_cpu_user:") + detail::info_decimal(text, "used_cpu_sys:");
     for (std::size_t at = text.find("cmdstat_"); at != std::string_view::npos;
          at = text.find("cmdstat_", at + 1)) {
         const std::size_t colon = text.find(':', at);
@@ -144,7 +162,8 @@ inline ServerCounters read_counters(Connection& stats) {
 /// the same connection.
 inline CounterDelta between(const ServerCounters& before, const ServerCounters& after) {
     // `after` counts the reply to the INFO that read `before`.
-    return {after.commands - before.commands, after.replies - before.replies - 1};
+    return {after.commands - before.commands, after.replies - before.replies - 1,
+            after.cpu_seconds - before.cpu_seconds};
 }
 
 /// used_memory from INFO memory, in bytes.
