@@ -15,6 +15,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -40,15 +41,16 @@ struct PendingReservation {
     std::uint64_t fencing_token = 0;
 };
 
+/// How a hold ended, as recorded in closed_holds.
 enum class HoldOutcome { released, confirmed, expired };
 
-/// Whose hold a token is, and whether it is still pending.
+/// Whose hold a token is.
 struct HoldOwner {
     std::string event;
     std::string holder;
-    bool pending = false;
 };
 
+/// A paid (or since cancelled) order; the order id is the payment id.
 struct OrderRecord {
     std::string order_id;
     std::string event;
@@ -91,6 +93,7 @@ public:
     /// the order id is already used by another hold (order ids are unique server-wide).
     bool add_order(const OrderRecord& order);
 
+    /// The order with this id, if any.
     std::optional<OrderRecord> order(const std::string& order_id);
 
     /// Marks an order cancelled. false when its fencing token is newer than `fencing_token`.

@@ -2,10 +2,9 @@
 // "--flag VALUE" handlers reads better than a dependency.
 #include "options.hpp"
 
-#include <boost/asio/ip/address.hpp>
-
 #include <fmt/format.h>
 
+#include <boost/asio/ip/address.hpp>
 #include <charconv>
 #include <functional>
 #include <map>
@@ -72,9 +71,12 @@ std::variant<ServerOptions, EarlyExit> parse_options(const std::vector<std::stri
     const std::map<std::string_view, Handler> flags = {
         {"--backend",
          [&](std::string_view v) -> std::optional<std::string> {
-             if (v == "memory") options.backend = BackendKind::memory;
-             else if (v == "redis") options.backend = BackendKind::redis;
-             else return "expects memory or redis";
+             if (v == "memory")
+                 options.backend = BackendKind::memory;
+             else if (v == "redis")
+                 options.backend = BackendKind::redis;
+             else
+                 return "expects memory or redis";
              return std::nullopt;
          }},
         {"--redis-url",

@@ -14,6 +14,7 @@
 
 namespace ticketing {
 
+/// Where seats are held: in this process, or in Redis.
 enum class BackendKind { memory, redis };
 
 /// Everything the server can be told on its command line.
@@ -22,10 +23,10 @@ struct ServerOptions {
     std::string redis_url = "redis://127.0.0.1:6379";
     std::string db_path = "seatlock-ticketing.db";  ///< ":memory:" keeps nothing on disk
     std::string listen_host = "127.0.0.1";
-    std::uint16_t listen_port = 8080;               ///< 0 picks a free port (logged at start)
+    std::uint16_t listen_port = 8080;  ///< 0 picks a free port (logged at start)
     std::chrono::seconds hold_ttl{600};
     unsigned threads = 4;
-    std::optional<std::string> venue_file;          ///< none: the built-in demo venue
+    std::optional<std::string> venue_file;  ///< none: the built-in demo venue
 };
 
 /// What main() should do instead of serving: print `text` (to stdout when exit_code is

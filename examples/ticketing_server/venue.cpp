@@ -1,28 +1,28 @@
 // venue.cpp: the demo stadium and the venue file reader.
 #include "venue.hpp"
 
-#include <boost/json.hpp>
-
 #include <fmt/format.h>
 
+#include <boost/json.hpp>
 #include <fstream>
 #include <initializer_list>
 #include <sstream>
 
 namespace ticketing {
 namespace json = boost::json;
+using seatlock::errc;
 using seatlock::EventSpec;
 using seatlock::Failure;
 using seatlock::SeatSpec;
 using seatlock::ZoneSpec;
-using seatlock::errc;
 
 namespace {
 
 std::vector<SeatSpec> rows_of(std::string_view first_row, std::string_view last_row, int seats) {
     std::vector<SeatSpec> out;
     for (char row = first_row.front(); row <= last_row.front(); ++row) {
-        for (int n = 1; n <= seats; ++n) out.push_back({fmt::format("{}-{}", row, n), std::string(1, row)});
+        for (int n = 1; n <= seats; ++n)
+            out.push_back({fmt::format("{}-{}", row, n), std::string(1, row)});
     }
     return out;
 }
@@ -32,7 +32,9 @@ struct VenueError {
     std::string message;
 };
 
-[[noreturn]] void fail(std::string message) { throw VenueError{std::move(message)}; }
+[[noreturn]] void fail(std::string message) {
+    throw VenueError{std::move(message)};
+}
 
 void only_keys(const json::object& object, std::string_view where,
                std::initializer_list<std::string_view> allowed) {
@@ -60,7 +62,8 @@ std::string as_string(const json::value* v, std::string_view where) {
 
 std::int64_t as_count(const json::value* v, std::string_view where) {
     if (v && v->is_int64() && v->get_int64() > 0) return v->get_int64();
-    if (v && v->is_uint64() && v->get_uint64() <= static_cast<std::uint64_t>(seatlock::max_zone_places)) {
+    if (v && v->is_uint64() &&
+        v->get_uint64() <= static_cast<std::uint64_t>(seatlock::max_zone_places)) {
         return static_cast<std::int64_t>(v->get_uint64());
     }
     fail(fmt::format("{} must be a positive whole number", where));
@@ -74,17 +77,21 @@ std::vector<std::string> string_list(const json::value* v, std::string_view wher
 
 ZoneSpec read_zone(const json::value& v, std::string_view event) {
     const auto& z = as_object(v, fmt::format("a zone of event {}", event));
-    const std::string id = as_string(z.if_contains("id"), fmt::format("zone id in event {}", event));
+    const std::string id =
+        as_string(z.if_contains("id"), fmt::format("zone id in event {}", event));
     const std::string where = fmt::format("zone {} of event {}", id, event);
     only_keys(z, where, {"id", "capacity", "seats", "rows"});
-    const int kinds = int(z.contains("capacity")) + int(z.contains("seats")) + int(z.contains("rows"));
+    const int kinds =
+        int(z.contains("capacity")) + int(z.contains("seats")) + int(z.contains("rows"));
     if (kinds != 1) fail(where + " needs exactly one of capacity, seats or rows");
     if (z.contains("capacity")) {
-        return ZoneSpec::general_admission(id, as_count(z.if_contains("capacity"), where + " capacity"));
+        return ZoneSpec::general_admission(
+            id, as_count(z.if_contains("capacity"), where + " capacity"));
     }
     std::vector<SeatSpec> seats;
     if (z.contains("seats")) {
-        for (auto& seat : string_list(z.if_contains("seats"), where + " seats")) seats.push_back({seat, ""});
+        for (auto& seat : string_list(z.if_contains("seats"), where + " seats"))
+            seats.push_back({seat, ""});
         return ZoneSpec::named(id, std::move(seats));
     }
     for (const auto& r : as_array(z.if_contains("rows"), where + " rows")) {
@@ -93,12 +100,14 @@ ZoneSpec read_zone(const json::value& v, std::string_view event) {
         const std::string name = as_string(row.if_contains("row"), where + " row name");
         const json::value* listed = row.if_contains("seats");
         if (listed && listed->is_array()) {
-            for (auto& seat : string_list(listed, where + " row " + name)) seats.push_back({seat, name});
+            for (auto& seat : string_list(listed, where + " row " + name))
+                seats.push_back({seat, name});
             continue;
         }
         const auto count = as_count(listed, where + " row " + name + " seats");
         if (count > seatlock::max_zone_places) fail(where + " has too many seats");
-        for (std::int64_t n = 1; n <= count; ++n) seats.push_back({fmt::format("{}-{}", name, n), name});
+        for (std::int64_t n = 1; n <= count; ++n)
+            seats.push_back({fmt::format("{}-{}", name, n), name});
     }
     return ZoneSpec::named(id, std::move(seats));
 }
@@ -107,7 +116,8 @@ EventSpec read_event(const json::value& v) {
     const auto& e = as_object(v, "an event");
     const std::string id = as_string(e.if_contains("id"), "event id");
     only_keys(e, "event " + id, {"id", "name", "zones"});
-    EventSpec spec{id, e.contains("name") ? as_string(e.if_contains("name"), "event name") : id, {}};
+    EventSpec spec{
+        id, e.contains("name") ? as_string(e.if_contains("name"), "event name") : id, {}};
     for (const auto& zone : as_array(e.if_contains("zones"), "event " + id + " zones")) {
         spec.zones.push_back(read_zone(zone, id));
     }

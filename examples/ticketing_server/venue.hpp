@@ -12,7 +12,6 @@
 
 #include <seatlock/backend.hpp>
 #include <seatlock/result.hpp>
-
 #include <string>
 #include <string_view>
 #include <vector>

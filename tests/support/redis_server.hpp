@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <stdexcept>
 #include <string>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <thread>
@@ -107,12 +108,15 @@ private:
                                          "--daemonize", "no", "--loglevel", "warning",
                                          "--logfile", dir_ + "/redis.log"};
         args.insert(args.end(), extra_.begin(), extra_.end());
+        // Everything the child needs is built before fork(): allocating in the child of a
+        // multithreaded process can deadlock.
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
         pid_ = ::fork();
         if (pid_ < 0) throw std::runtime_error("fork failed");
         if (pid_ == 0) {
-            std::vector<char*> argv;
-            for (auto& a : args) argv.push_back(a.data());
-            argv.push_back(nullptr);
+            ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // a crashed test leaves no server behind
             ::execv(binary_.c_str(), argv.data());
             ::_exit(127);
         }

@@ -1,0 +1,366 @@
+// database.cpp: the SQLite schema and statements behind Database.
+#include "database.hpp"
+
+#include <fmt/format.h>
+
+#include <boost/json.hpp>
+#include <chrono>
+
+namespace ticketing {
+namespace {
+
+constexpr const char* schema = R"sql(
+CREATE TABLE IF NOT EXISTS pending_reservations (
+    hold_token     TEXT PRIMARY KEY,
+    event          TEXT NOT NULL,
+    holder         TEXT NOT NULL,
+    zone           TEXT NOT NULL,
+    seats          TEXT NOT NULL,      -- JSON array of seat ids (place numbers in GA zones)
+    expires_at_ms  INTEGER NOT NULL,   -- Unix milliseconds, as reported by seatlock
+    fencing_token  INTEGER NOT NULL,
+    created_at_ms  INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS pending_by_holder ON pending_reservations(event, holder);
+CREATE TABLE IF NOT EXISTS closed_holds (
+    hold_token     TEXT PRIMARY KEY,
+    event          TEXT NOT NULL,
+    holder         TEXT NOT NULL,
+    outcome        TEXT NOT NULL CHECK (outcome IN ('released', 'confirmed', 'expired')),
+    fencing_token  INTEGER NOT NULL,
+    closed_at_ms   INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS closed_by_time ON closed_holds(closed_at_ms);
+CREATE TABLE IF NOT EXISTS orders (
+    order_id         TEXT PRIMARY KEY,   -- the payment id
+    event            TEXT NOT NULL,
+    holder           TEXT NOT NULL,
+    zone             TEXT NOT NULL,
+    seats            TEXT NOT NULL,
+    hold_token       TEXT NOT NULL UNIQUE,
+    status           TEXT NOT NULL CHECK (status IN ('paid', 'cancelled')),
+    paid_at_ms       INTEGER NOT NULL,
+    cancelled_at_ms  INTEGER,
+    fencing_token    INTEGER NOT NULL
+);
+)sql";
+
+std::string seats_json(const std::vector<std::string>& seats) {
+    boost::json::array array;
+    for (const auto& seat : seats) array.emplace_back(seat);
+    return boost::json::serialize(array);
+}
+
+std::vector<std::string> seats_from_json(std::string_view text) {
+    std::vector<std::string> seats;
+    boost::system::error_code ec;
+    const auto value = boost::json::parse(text, ec);
+    if (ec || !value.is_array())
+        throw DatabaseError("unreadable seats column: " + std::string(text));
+    for (const auto& seat : value.get_array()) {
+        if (seat.is_string()) seats.emplace_back(seat.get_string());
+    }
+    return seats;
+}
+
+const char* outcome_name(HoldOutcome outcome) {
+    switch (outcome) {
+        case HoldOutcome::released:
+            return "released";
+        case HoldOutcome::confirmed:
+            return "confirmed";
+        case HoldOutcome::expired:
+            return "expired";
+    }
+    return "released";
+}
+
+// SQLite integers are signed; fencing tokens start at 1 and would need 2^63 locks to
+// reach the sign bit.
+std::int64_t as_column(std::uint64_t fencing_token) {
+    return static_cast<std::int64_t>(fencing_token);
+}
+
+}  // namespace
+
+std::int64_t unix_ms_now() {
+    using namespace std::chrono;
+    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+// A prepared statement. Each use binds, steps and is reset by a Use guard, so a
+// statement never keeps a read transaction open between calls.
+class Database::Statement {
+public:
+    Statement(Database& db, const char* sql) : db_(&db) {
+        if (sqlite3_prepare_v3(db.db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) !=
+            SQLITE_OK) {
+            db.fail("prepare");
+        }
+    }
+    ~Statement() { sqlite3_finalize(stmt_); }
+    Statement(const Statement&) = delete;
+    Statement& operator=(const Statement&) = delete;
+
+    class Use {
+    public:
+        explicit Use(Statement& s) : s_(&s) {}
+        ~Use() {
+            sqlite3_reset(s_->stmt_);
+            sqlite3_clear_bindings(s_->stmt_);
+        }
+        Use(const Use&) = delete;
+        Use& operator=(const Use&) = delete;
+
+        Use& bind(int index, std::int64_t value) {
+            check(sqlite3_bind_int64(s_->stmt_, index, value));
+            return *this;
+        }
+        Use& bind(int index, const std::string& value) {
+            check(sqlite3_bind_text(s_->stmt_, index, value.data(), static_cast<int>(value.size()),
+                                    SQLITE_TRANSIENT));
+            return *this;
+        }
+        /// true while there is a row to read.
+        bool step() {
+            const int rc = sqlite3_step(s_->stmt_);
+            if (rc == SQLITE_ROW) return true;
+            if (rc != SQLITE_DONE) s_->db_->fail("step");
+            return false;
+        }
+        /// Runs a statement that returns no rows; how many rows it changed.
+        int run() {
+            while (step()) {
+            }
+            return sqlite3_changes(s_->db_->db_);
+        }
+        std::string text(int column) const {
+            const auto* p = sqlite3_column_text(s_->stmt_, column);
+            return p ? std::string(
+                           reinterpret_cast<const char*>(p),
+                           static_cast<std::size_t>(sqlite3_column_bytes(s_->stmt_, column)))
+                     : std::string();
+        }
+        std::int64_t integer(int column) const { return sqlite3_column_int64(s_->stmt_, column); }
+
+    private:
+        void check(int rc) const {
+            if (rc != SQLITE_OK) s_->db_->fail("bind");
+        }
+        Statement* s_;
+    };
+
+private:
+    Database* db_;
+    sqlite3_stmt* stmt_ = nullptr;
+};
+
+// BEGIN IMMEDIATE takes the write lock up front, so two processes sharing the file
+// wait on busy_timeout instead of failing halfway through a transaction.
+class Database::Transaction {
+public:
+    explicit Transaction(Database& db) : db_(&db) { db.exec("BEGIN IMMEDIATE"); }
+    ~Transaction() {
+        if (!committed_) sqlite3_exec(db_->db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    }
+    Transaction(const Transaction&) = delete;
+    Transaction& operator=(const Transaction&) = delete;
+    void commit() {
+        db_->exec("COMMIT");
+        committed_ = true;
+    }
+
+private:
+    Database* db_;
+    bool committed_ = false;
+};
+
+Database::Database(const std::string& path) {
+    const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+        const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
+        sqlite3_close(db_);
+        db_ = nullptr;
+        throw DatabaseError(fmt::format("cannot open database {}: {}", path, why));
+    }
+    try {
+        sqlite3_busy_timeout(db_, 5000);
+        exec("PRAGMA journal_mode = WAL");  // ":memory:" stays in memory mode; that is fine
+        exec("PRAGMA synchronous = NORMAL");
+        exec(schema);
+        auto prepare = [this](const char* sql) {
+            statements_.push_back(std::make_unique<Statement>(*this, sql));
+            return statements_.back().get();
+        };
+        insert_pending_ = prepare(
+            "INSERT INTO pending_reservations (hold_token, event, holder, zone, seats, "
+            "expires_at_ms,"
+            " fencing_token, created_at_ms)"
+            " SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8"
+            " WHERE NOT EXISTS (SELECT 1 FROM closed_holds WHERE hold_token = ?1)"
+            " ON CONFLICT (hold_token) DO UPDATE SET expires_at_ms = excluded.expires_at_ms,"
+            " fencing_token = excluded.fencing_token"
+            " WHERE excluded.fencing_token > pending_reservations.fencing_token");
+        update_pending_ = prepare(
+            "UPDATE pending_reservations SET expires_at_ms = ?2, fencing_token = ?3"
+            " WHERE hold_token = ?1 AND fencing_token < ?3");
+        delete_pending_ = prepare(
+            "DELETE FROM pending_reservations WHERE hold_token = ?1 AND fencing_token < ?2");
+        insert_closed_ = prepare(
+            "INSERT INTO closed_holds (hold_token, event, holder, outcome, fencing_token, "
+            "closed_at_ms)"
+            " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (hold_token) DO NOTHING");
+        select_pending_owner_ =
+            prepare("SELECT event, holder FROM pending_reservations WHERE hold_token = ?1");
+        select_closed_owner_ =
+            prepare("SELECT event, holder FROM closed_holds WHERE hold_token = ?1");
+        insert_order_ = prepare(
+            "INSERT INTO orders (order_id, event, holder, zone, seats, hold_token, status, "
+            "paid_at_ms,"
+            " fencing_token) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'paid', ?7, ?8) ON CONFLICT DO "
+            "NOTHING");
+        select_order_ = prepare(
+            "SELECT order_id, event, holder, zone, seats, hold_token, status, paid_at_ms, "
+            "fencing_token"
+            " FROM orders WHERE order_id = ?1");
+        cancel_order_ = prepare(
+            "UPDATE orders SET status = 'cancelled', cancelled_at_ms = coalesce(cancelled_at_ms, "
+            "?3),"
+            " fencing_token = ?2 WHERE order_id = ?1 AND fencing_token < ?2");
+        prune_closed_ = prepare("DELETE FROM closed_holds WHERE closed_at_ms < ?1");
+    } catch (...) {
+        statements_.clear();
+        sqlite3_close(db_);
+        throw;
+    }
+}
+
+Database::~Database() {
+    statements_.clear();
+    sqlite3_close(db_);
+}
+
+void Database::exec(const char* sql) {
+    char* error = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
+        const std::string why = error ? error : sqlite3_errmsg(db_);
+        sqlite3_free(error);
+        throw DatabaseError(fmt::format("database: {}", why));
+    }
+}
+
+void Database::fail(const char* what) const {
+    throw DatabaseError(fmt::format("database {}: {}", what, sqlite3_errmsg(db_)));
+}
+
+bool Database::add_pending(const PendingReservation& row) {
+    std::lock_guard lock(mutex_);
+    Statement::Use insert(*insert_pending_);
+    return insert.bind(1, row.token)
+               .bind(2, row.event)
+               .bind(3, row.holder)
+               .bind(4, row.zone)
+               .bind(5, seats_json(row.seats))
+               .bind(6, row.expires_at_ms)
+               .bind(7, as_column(row.fencing_token))
+               .bind(8, unix_ms_now())
+               .run() > 0;
+}
+
+bool Database::extend_pending(const std::string& token, std::int64_t expires_at_ms,
+                              std::uint64_t fencing_token) {
+    std::lock_guard lock(mutex_);
+    Statement::Use update(*update_pending_);
+    return update.bind(1, token).bind(2, expires_at_ms).bind(3, as_column(fencing_token)).run() > 0;
+}
+
+void Database::close_hold(const std::string& token, const std::string& event,
+                          const std::string& holder, HoldOutcome outcome,
+                          std::uint64_t fencing_token) {
+    std::lock_guard lock(mutex_);
+    Transaction tx(*this);
+    Statement::Use(*delete_pending_).bind(1, token).bind(2, as_column(fencing_token)).run();
+    Statement::Use(*insert_closed_)
+        .bind(1, token)
+        .bind(2, event)
+        .bind(3, holder)
+        .bind(4, std::string(outcome_name(outcome)))
+        .bind(5, as_column(fencing_token))
+        .bind(6, unix_ms_now())
+        .run();
+    tx.commit();
+}
+
+std::optional<HoldOwner> Database::hold_owner(const std::string& token) {
+    std::lock_guard lock(mutex_);
+    for (Statement* query : {select_pending_owner_, select_closed_owner_}) {
+        Statement::Use select(*query);
+        if (select.bind(1, token).step()) {
+            return HoldOwner{select.text(0), select.text(1)};
+        }
+    }
+    return std::nullopt;
+}
+
+bool Database::add_order(const OrderRecord& order) {
+    std::lock_guard lock(mutex_);
+    Transaction tx(*this);
+    Statement::Use(*insert_order_)
+        .bind(1, order.order_id)
+        .bind(2, order.event)
+        .bind(3, order.holder)
+        .bind(4, order.zone)
+        .bind(5, seats_json(order.seats))
+        .bind(6, order.hold_token)
+        .bind(7, order.paid_at_ms)
+        .bind(8, as_column(order.fencing_token))
+        .run();
+    // The row may be ours already (a retried confirm): only another hold's row is a conflict.
+    {
+        Statement::Use select(*select_order_);
+        if (!select.bind(1, order.order_id).step() || select.text(5) != order.hold_token)
+            return false;
+    }
+    Statement::Use(*delete_pending_)
+        .bind(1, order.hold_token)
+        .bind(2, as_column(order.fencing_token))
+        .run();
+    Statement::Use(*insert_closed_)
+        .bind(1, order.hold_token)
+        .bind(2, order.event)
+        .bind(3, order.holder)
+        .bind(4, std::string(outcome_name(HoldOutcome::confirmed)))
+        .bind(5, as_column(order.fencing_token))
+        .bind(6, unix_ms_now())
+        .run();
+    tx.commit();
+    return true;
+}
+
+std::optional<OrderRecord> Database::order(const std::string& order_id) {
+    std::lock_guard lock(mutex_);
+    Statement::Use select(*select_order_);
+    if (!select.bind(1, order_id).step()) return std::nullopt;
+    return OrderRecord{select.text(0),
+                       select.text(1),
+                       select.text(2),
+                       select.text(3),
+                       seats_from_json(select.text(4)),
+                       select.text(5),
+                       select.text(6) == "cancelled",
+                       select.integer(7),
+                       static_cast<std::uint64_t>(select.integer(8))};
+}
+
+bool Database::cancel_order(const std::string& order_id, std::uint64_t fencing_token) {
+    std::lock_guard lock(mutex_);
+    Statement::Use update(*cancel_order_);
+    return update.bind(1, order_id).bind(2, as_column(fencing_token)).bind(3, unix_ms_now()).run() >
+           0;
+}
+
+void Database::prune_closed_holds(std::int64_t before_ms) {
+    std::lock_guard lock(mutex_);
+    Statement::Use(*prune_closed_).bind(1, before_ms).run();
+}
+
+}  // namespace ticketing

@@ -1,0 +1,60 @@
+// http_server.hpp: HttpServer, Boost.Beast HTTP/1.1 over Boost.Asio. Keep-alive
+// connections, served by however many threads run the io_context; every request is
+// answered by Api::handle on one of those threads.
+//
+// stop() is the clean shutdown: no new connections, idle connections closed, and a
+// request already partly received or being handled is still answered (with
+// "Connection: close") before its connection closes. wait_idle() then tells when the
+// last connection is gone.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+
+#include "api.hpp"
+#include "metrics.hpp"
+
+namespace ticketing {
+
+/// What one connection may send, and how long it may stay silent.
+struct HttpLimits {
+    std::size_t body_limit = 64 * 1024;     ///< larger bodies get 413
+    std::size_t header_limit = 16 * 1024;   ///< larger headers get 431
+    std::chrono::seconds idle_timeout{30};  ///< a connection silent this long is closed
+};
+
+/// The listener and its connections; see above for stop().
+class HttpServer {
+public:
+    /// Binds and listens on `endpoint` (port 0: any free port); throws
+    /// boost::system::system_error when it cannot. `api` and `metrics` must outlive
+    /// the io_context's handlers.
+    HttpServer(boost::asio::io_context& ioc, const boost::asio::ip::tcp::endpoint& endpoint,
+               Api& api, Metrics& metrics, HttpLimits limits = {});
+    ~HttpServer();
+    HttpServer(const HttpServer&) = delete;
+    HttpServer& operator=(const HttpServer&) = delete;
+
+    /// Where it listens (the chosen port when asked for port 0).
+    [[nodiscard]] boost::asio::ip::tcp::endpoint local_endpoint() const;
+
+    /// Starts accepting connections.
+    void start();
+    /// Stops accepting and winds connections down (see above). Thread-safe.
+    void stop();
+    /// Waits until every connection has closed; false when `timeout` passed first.
+    bool wait_idle(std::chrono::milliseconds timeout);
+
+private:
+    class Session;
+    class Listener;
+    struct Connections;
+
+    std::shared_ptr<Connections> connections_;
+    std::shared_ptr<Listener> listener_;
+};
+
+}  // namespace ticketing

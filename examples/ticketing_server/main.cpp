@@ -1,0 +1,148 @@
+// main.cpp: seatlock-ticketing, the example ticketing server (DESIGN.md section 6).
+//
+// Wires the pieces together: options -> backend -> SQLite -> ticketing flow -> HTTP,
+// plus the expiry drain; then serves until SIGINT or SIGTERM and shuts down cleanly
+// (exit 0). Exit 1 when it cannot start (database, venue, Redis, address in use),
+// 2 for a bad command line.
+#include <seatlock/any_backend.hpp>
+#include <seatlock/backends/memory.hpp>
+
+#include "api.hpp"
+#include "database.hpp"
+#include "expiry_drain.hpp"
+#include "http_server.hpp"
+#include "log.hpp"
+#include "metrics.hpp"
+#include "options.hpp"
+#include "ticketing.hpp"
+#include "venue.hpp"
+#ifdef SEATLOCK_TICKETING_WITH_REDIS
+#include <seatlock/backends/redis.hpp>
+#endif
+
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <csignal>
+#include <cstdio>
+#include <future>
+#include <thread>
+#include <variant>
+#include <vector>
+
+namespace {
+using namespace ticketing;
+namespace asio = boost::asio;
+
+constexpr auto drain_period = std::chrono::milliseconds(250);
+constexpr auto shutdown_grace = std::chrono::seconds(10);
+
+seatlock::Result<seatlock::AnyBackend> make_backend(const ServerOptions& options) {
+    if (options.backend == BackendKind::memory) {
+        return seatlock::AnyBackend::make<seatlock::MemoryBackend>();
+    }
+#ifdef SEATLOCK_TICKETING_WITH_REDIS
+    auto redis_options = seatlock::RedisOptions::from_url(options.redis_url);
+    if (!redis_options) return std::move(redis_options).error();
+    // One connection per worker thread and one for the expiry drain: nobody waits for one.
+    redis_options->pool_size = std::max<std::size_t>(redis_options->pool_size, options.threads + 1);
+    auto redis = std::make_shared<seatlock::RedisBackend>(std::move(*redis_options));
+    // Fail at start, not at the first customer's request.
+    if (auto ok = redis->ping(); !ok) return std::move(ok).error();
+    return seatlock::AnyBackend(std::move(redis));
+#else
+    return seatlock::Failure(
+        seatlock::errc::invalid_argument,
+        "this build has no Redis backend (configure with SEATLOCK_WITH_REDIS=ON)");
+#endif
+}
+
+// Runs the io_context until it is stopped; a handler that throws is logged, not fatal.
+void run_worker(asio::io_context& ioc) {
+    for (;;) {
+        try {
+            ioc.run();
+            return;
+        } catch (const std::exception& e) {
+            log("request handler failed: {}", e.what());
+        }
+    }
+}
+
+int serve(const ServerOptions& options) {
+    auto events = options.venue_file
+                      ? load_venue(*options.venue_file)
+                      : seatlock::Result<std::vector<seatlock::EventSpec>>(demo_venue());
+    if (!events) {
+        log("{}", events.error().detail);
+        return 1;
+    }
+    auto backend = make_backend(options);
+    if (!backend) {
+        log("cannot use the {} backend: {}",
+            options.backend == BackendKind::redis ? "redis" : "memory", backend.error().message());
+        return 1;
+    }
+    Database db(options.db_path);
+    Metrics metrics;
+    seatlock::HoldPolicy policy;
+    policy.hold_ttl = options.hold_ttl;
+    policy.max_seats_per_holder = 3;
+    Ticketing ticketing(std::move(*backend), policy, db, metrics);
+    if (auto created = ticketing.create_events(*events); !created) {
+        log("cannot create the venue's events: {}", created.error().message());
+        return 1;
+    }
+    Api api(ticketing, metrics);
+
+    // Declared after everything its handlers use, so it is destroyed first.
+    asio::io_context ioc(static_cast<int>(options.threads));
+    std::promise<int> stop_signal;
+    asio::signal_set signals(ioc, SIGINT, SIGTERM);
+    signals.async_wait([&](const boost::system::error_code& ec, int signal) {
+        if (!ec) stop_signal.set_value(signal);
+    });
+    const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(options.listen_host),
+                                           options.listen_port);
+    HttpServer server(ioc, endpoint, api, metrics);
+    server.start();
+    ExpiryDrain drain(ticketing, drain_period);
+    std::vector<std::jthread> workers;
+    for (unsigned i = 0; i < options.threads; ++i)
+        workers.emplace_back([&ioc] { run_worker(ioc); });
+
+    const auto address = server.local_endpoint();
+    log("listening on http://{}:{} (backend {}, database {}, hold ttl {} s, {} threads)",
+        address.address().to_string(), address.port(),
+        options.backend == BackendKind::redis ? "redis" : "memory", options.db_path,
+        options.hold_ttl.count(), options.threads);
+
+    const int signal = stop_signal.get_future().get();
+    log("{} received: finishing in-flight requests", signal == SIGINT ? "SIGINT" : "SIGTERM");
+    server.stop();
+    if (!server.wait_idle(shutdown_grace)) {
+        log("connections still busy after {} s: closing them", shutdown_grace.count());
+    }
+    drain.stop();
+    ioc.stop();
+    workers.clear();  // joins
+    log("stopped");
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const auto parsed = parse_options(std::vector<std::string>(argv + 1, argv + argc));
+    if (const auto* exit = std::get_if<EarlyExit>(&parsed)) {
+        std::fputs(exit->text.c_str(), exit->exit_code == 0 ? stdout : stderr);
+        return exit->exit_code;
+    }
+    try {
+        return serve(std::get<ServerOptions>(parsed));
+    } catch (const std::exception& e) {
+        log("cannot start: {}", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,79 @@
+// metrics.cpp: Prometheus text rendering.
+#include "metrics.hpp"
+
+#include <fmt/format.h>
+
+namespace ticketing {
+
+void Metrics::conflict(const std::string& kind) {
+    std::lock_guard lock(maps_mutex_);
+    ++conflicts_[kind];
+}
+
+void Metrics::request_done(unsigned status, std::chrono::steady_clock::duration took) {
+    const double seconds = std::chrono::duration<double>(took).count();
+    std::size_t bucket = 0;
+    while (bucket < bucket_bounds.size() && seconds > bucket_bounds[bucket]) ++bucket;
+    buckets_[bucket].fetch_add(1, std::memory_order_relaxed);
+    latency_sum_ns_.fetch_add(
+        static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()),
+        std::memory_order_relaxed);
+    std::lock_guard lock(maps_mutex_);
+    ++responses_[status];
+}
+
+std::string Metrics::render() const {
+    std::string out;
+    auto counter = [&out](const char* name, const char* help, std::uint64_t value) {
+        fmt::format_to(std::back_inserter(out), "# HELP {0} {1}\n# TYPE {0} counter\n{0} {2}\n",
+                       name, help, value);
+    };
+    counter("seatlock_ticketing_holds_total", "Holds granted.", holds_.load());
+    counter("seatlock_ticketing_confirms_total", "Holds confirmed as paid orders.",
+            confirms_.load());
+    counter("seatlock_ticketing_releases_total", "Holds released by their buyer.",
+            releases_.load());
+    counter("seatlock_ticketing_extends_total", "Holds extended.", extends_.load());
+    counter("seatlock_ticketing_expiries_total",
+            "Expired holds drained (their pending reservations deleted).", expiries_.load());
+    counter("seatlock_ticketing_cancels_total", "Orders cancelled.", cancels_.load());
+
+    std::lock_guard lock(maps_mutex_);
+    out +=
+        "# HELP seatlock_ticketing_conflicts_total Requests refused by seat or hold state, by "
+        "kind.\n"
+        "# TYPE seatlock_ticketing_conflicts_total counter\n";
+    for (const auto& [kind, n] : conflicts_) {
+        fmt::format_to(std::back_inserter(out),
+                       "seatlock_ticketing_conflicts_total{{kind=\"{}\"}} {}\n", kind, n);
+    }
+    out +=
+        "# HELP seatlock_ticketing_http_responses_total HTTP responses, by status code.\n"
+        "# TYPE seatlock_ticketing_http_responses_total counter\n";
+    for (const auto& [status, n] : responses_) {
+        fmt::format_to(std::back_inserter(out),
+                       "seatlock_ticketing_http_responses_total{{code=\"{}\"}} {}\n", status, n);
+    }
+
+    out +=
+        "# HELP seatlock_ticketing_http_request_duration_seconds Time from a parsed request "
+        "to its response.\n"
+        "# TYPE seatlock_ticketing_http_request_duration_seconds histogram\n";
+    std::uint64_t cumulative = 0;
+    for (std::size_t i = 0; i < buckets_.size(); ++i) {
+        cumulative += buckets_[i].load();
+        const std::string le =
+            i < bucket_bounds.size() ? fmt::format("{}", bucket_bounds[i]) : "+Inf";
+        fmt::format_to(std::back_inserter(out),
+                       "seatlock_ticketing_http_request_duration_seconds_bucket{{le=\"{}\"}} {}\n",
+                       le, cumulative);
+    }
+    fmt::format_to(std::back_inserter(out),
+                   "seatlock_ticketing_http_request_duration_seconds_sum {}\n"
+                   "seatlock_ticketing_http_request_duration_seconds_count {}\n",
+                   static_cast<double>(latency_sum_ns_.load()) / 1e9, cumulative);
+    return out;
+}
+
+}  // namespace ticketing

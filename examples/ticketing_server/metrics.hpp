@@ -1,0 +1,56 @@
+// metrics.hpp: the counters and the latency histogram behind GET /metrics, rendered in
+// the Prometheus text exposition format. Lock-free on the request path (atomics);
+// only the per-kind and per-status maps take a mutex, and only for a new key.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace ticketing {
+
+/// The server's counters; shared by every worker thread.
+class Metrics {
+public:
+    // One count per event of the ticketing flow.
+    void hold_granted() { holds_.fetch_add(1, std::memory_order_relaxed); }
+    void hold_confirmed() { confirms_.fetch_add(1, std::memory_order_relaxed); }
+    void hold_released() { releases_.fetch_add(1, std::memory_order_relaxed); }
+    void hold_extended() { extends_.fetch_add(1, std::memory_order_relaxed); }
+    /// `n` expired holds whose pending rows were deleted.
+    void holds_expired(std::uint64_t n) { expiries_.fetch_add(n, std::memory_order_relaxed); }
+    void order_cancelled() { cancels_.fetch_add(1, std::memory_order_relaxed); }
+    /// A request refused by the state of the seats or of a hold: "seat_taken",
+    /// "sold_out", "limit_exceeded", "hold_expired", ...
+    void conflict(const std::string& kind);
+    /// One answered HTTP request: its status code and how long it took.
+    void request_done(unsigned status, std::chrono::steady_clock::duration took);
+
+    /// Everything, in Prometheus text format (version 0.0.4).
+    std::string render() const;
+
+private:
+    // Upper bounds in seconds; the last bucket (+Inf) is implicit.
+    static constexpr std::array<double, 12> bucket_bounds = {
+        0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5};
+
+    std::atomic<std::uint64_t> holds_{0};
+    std::atomic<std::uint64_t> confirms_{0};
+    std::atomic<std::uint64_t> releases_{0};
+    std::atomic<std::uint64_t> extends_{0};
+    std::atomic<std::uint64_t> expiries_{0};
+    std::atomic<std::uint64_t> cancels_{0};
+
+    std::array<std::atomic<std::uint64_t>, bucket_bounds.size() + 1> buckets_{};
+    std::atomic<std::uint64_t> latency_sum_ns_{0};
+
+    mutable std::mutex maps_mutex_;
+    std::map<std::string, std::uint64_t> conflicts_;
+    std::map<unsigned, std::uint64_t> responses_;
+};
+
+}  // namespace ticketing

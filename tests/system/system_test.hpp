@@ -1,0 +1,94 @@
+// tests/system/system_test.hpp: what the system tests share: the storages a server can
+// run on (memory, and Redis when the Redis backend is built: a private redis-server per
+// test) and small readers of the server's JSON.
+#pragma once
+
+#include "ticketing_server.hpp"
+
+#ifdef SEATLOCK_SYSTEM_TEST_REDIS
+#include "support/redis_server.hpp"
+#endif
+
+#include <doctest/doctest.h>
+
+#include <boost/json.hpp>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace seatlock::testing {
+
+/// The server on the memory backend.
+struct MemoryStorage {
+    [[nodiscard]] std::vector<std::string> args() const { return {"--backend", "memory"}; }
+};
+
+#ifdef SEATLOCK_SYSTEM_TEST_REDIS
+/// The server on the Redis backend, with a redis-server of its own.
+struct RedisStorage {
+    RedisServer redis;  // throws, failing the test, when redis-server is missing
+    [[nodiscard]] std::vector<std::string> args() const {
+        return {"--backend", "redis", "--redis-url", redis.url()};
+    }
+};
+#define SEATLOCK_SYSTEM_STORAGES seatlock::testing::MemoryStorage, seatlock::testing::RedisStorage
+#else
+#define SEATLOCK_SYSTEM_STORAGES seatlock::testing::MemoryStorage
+#endif
+
+/// Starts a server on `storage` with extra flags and an optional venue.
+template <typename Storage>
+TicketingServer::Options on(const Storage& storage, std::vector<std::string> extra = {},
+                            std::optional<std::string> venue = std::nullopt) {
+    auto args = storage.args();
+    args.insert(args.end(), extra.begin(), extra.end());
+    return {std::move(args), std::move(venue)};
+}
+
+/// A JSON array of strings as a vector.
+inline std::vector<std::string> strings(const boost::json::value& array) {
+    std::vector<std::string> out;
+    for (const auto& item : array.as_array()) out.emplace_back(item.as_string());
+    return out;
+}
+
+/// seat id -> "free" / "held" / "paid", for one named zone.
+inline std::map<std::string, std::string> seat_states(HttpClient& client, const std::string& event,
+                                                      const std::string& zone) {
+    const auto reply = client.get("/events/" + event + "/seats?zone=" + zone);
+    if (reply.status != 200) throw std::runtime_error("GET seats answered " + reply.body);
+    const auto json = reply.json();
+    std::map<std::string, std::string> states;
+    for (const auto& seat : json.at("zones").as_array().at(0).at("seats").as_array()) {
+        states[std::string(seat.at("id").as_string())] = std::string(seat.at("state").as_string());
+    }
+    return states;
+}
+
+/// The counts of a zone: {"capacity", "free", "held", "paid"} -> n.
+inline std::map<std::string, std::int64_t> zone_counts(HttpClient& client, const std::string& event,
+                                                       const std::string& zone) {
+    const auto reply = client.get("/events/" + event + "/seats?zone=" + zone);
+    if (reply.status != 200) throw std::runtime_error("GET seats answered " + reply.body);
+    const auto json = reply.json();
+    const auto& z = json.at("zones").as_array().at(0).as_object();
+    std::map<std::string, std::int64_t> counts;
+    for (const char* key : {"capacity", "free", "held", "paid"})
+        counts[key] = z.at(key).to_number<std::int64_t>();
+    return counts;
+}
+
+/// A JSON hold request body for named seats.
+inline std::string seats_body(const std::string& zone, const std::vector<std::string>& seats) {
+    boost::json::array list;
+    for (const auto& seat : seats) list.emplace_back(seat);
+    return boost::json::serialize(boost::json::object{{"zone", zone}, {"seats", list}});
+}
+
+}  // namespace seatlock::testing
+
+TYPE_TO_STRING(seatlock::testing::MemoryStorage);
+#ifdef SEATLOCK_SYSTEM_TEST_REDIS
+TYPE_TO_STRING(seatlock::testing::RedisStorage);
+#endif
