@@ -1,6 +1,6 @@
 # Writes OUTPUT, a C++ header with one constant per Lua operation script in LUA_DIR:
-# common.lua followed by <operation>.lua, as a raw string literal, with the SHA1 Redis
-# will compute for it (so EVALSHA needs no SCRIPT LOAD round trip).
+# the parts of common.lua it uses followed by <operation>.lua, as a raw string literal,
+# with the SHA1 Redis will compute for it (so EVALSHA needs no SCRIPT LOAD round trip).
 #   cmake -DLUA_DIR=... -DOPERATIONS=a,b,c -DOUTPUT=... -P embed_lua.cmake
 string(REPLACE "," ";" OPERATIONS "${OPERATIONS}")
 set(delimiter "seatlock_lua")
@@ -15,6 +15,53 @@ function(read_lua path out)
   set(${out} "${text}" PARENT_SCOPE)
 endfunction()
 
+# common.lua with only the blocks (separated by blank lines) that define a name `text`
+# uses, directly or through another kept block; blocks that define nothing (comments) are
+# kept. Every helper a script defines costs the server a closure on every call.
+function(common_for text out)
+  set(rest "${common}")
+  set(count 0)
+  while(1)
+    string(FIND "${rest}" "\n\n" at)
+    if(at EQUAL -1)
+      set(block_${count} "${rest}")
+      math(EXPR count "${count} + 1")
+      break()
+    endif()
+    string(SUBSTRING "${rest}" 0 ${at} block_${count})
+    math(EXPR count "${count} + 1")
+    math(EXPR at "${at} + 2")
+    string(SUBSTRING "${rest}" ${at} -1 rest)
+  endwhile()
+  # Definitions only use earlier blocks: one pass from the last block back is enough.
+  set(needed "\n${text}\n")
+  set(kept "")
+  math(EXPR last "${count} - 1")
+  foreach(i RANGE ${last} 0 -1)
+    set(block "${block_${i}}")
+    string(REGEX MATCHALL "(^|\n)local (function )?[A-Za-z_][A-Za-z0-9_]*" defs "${block}")
+    set(keep TRUE)
+    if(defs)
+      set(keep FALSE)
+      foreach(def IN LISTS defs)
+        string(REGEX REPLACE "^\n?local (function )?" "" name "${def}")
+        if(needed MATCHES "[^A-Za-z0-9_]${name}[^A-Za-z0-9_]")
+          set(keep TRUE)
+        endif()
+      endforeach()
+    endif()
+    if(keep)
+      string(APPEND needed "${block}\n")
+      if(kept STREQUAL "")
+        set(kept "${block}")
+      else()
+        set(kept "${block}\n\n${kept}")
+      endif()
+    endif()
+  endforeach()
+  set(${out} "${kept}" PARENT_SCOPE)
+endfunction()
+
 read_lua(${LUA_DIR}/common.lua common)
 set(body "// Generated from src/redis/lua/*.lua by embed_lua.cmake: do not edit.\n")
 string(APPEND body "#pragma once\n\n#include <array>\n#include <string_view>\n\n")
@@ -24,7 +71,8 @@ string(APPEND body "struct Script {\n    std::string_view name;\n    std::string
 set(all "")
 foreach(op ${OPERATIONS})
   read_lua(${LUA_DIR}/${op}.lua text)
-  set(script "${common}\n-- ${op}.lua\n${text}")
+  common_for("${text}" used)
+  set(script "${used}\n-- ${op}.lua\n${text}")
   string(SHA1 sha "${script}")
   string(APPEND body "inline constexpr Script ${op}{\"${op}\", R\"${delimiter}(${script})${delimiter}\", \"${sha}\"};\n\n")
   list(APPEND all "&${op}")

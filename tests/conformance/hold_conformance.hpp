@@ -313,8 +313,9 @@ TEST_CASE_TEMPLATE_DEFINE("holds that expired while nobody asked are all reporte
     REQUIRE(w.store.create_event(seatlock::testing::test_event("game2")));
     std::set<std::string> tokens;
     for (int i = 0; i < 30; ++i) {
-        auto h = w.store.hold(i % 2 ? "game1" : "game2", "q" + std::to_string(i),
-                              seatlock::quantity("bleachers", 1), 200ms);
+        const std::string holder = std::to_string(i).insert(0, "q");
+        auto h = w.store.hold(i % 2 ? "game1" : "game2", holder, seatlock::quantity("bleachers", 1),
+                              200ms);
         REQUIRE(h);
         tokens.insert(h->token);
     }

@@ -13,7 +13,7 @@ check_keys(K)
 local acknowledged = 0
 for _, token in ipairs(tokens) do
   if redis.call('ZREM', K.expired, token) == 1 then
-    local hold_key = K.hold(token) -- derived: that hold's record
+    local hold_key = K:hold(token) -- derived: that hold's record
     -- A hold confirmed late is kept with its order.
     if redis.call('HGET', hold_key, 'status') == 'expired' then
       redis.call('PEXPIRE', hold_key, HOLD_MEMORY_MS)

@@ -10,7 +10,7 @@ local check_holder = arg_flag(4, 'holder check flag')
 local holder = check_holder and arg_id(5, 'holder') or nil
 if not check_holder and ARGV[5] ~= '' then malformed('holder given without the holder check (ARGV[5])') end
 local K = event_keys(prefix, event)
-local order_key = K.order(order)
+local order_key = K:order(order)
 check_keys(K, {order_key})
 
 local now = now_ms()
@@ -29,7 +29,7 @@ end
 if o[7] == '1' then return order_reply(order, o) end
 local seats = split(o[3])
 free_seats(K, o[2], seats, split(o[4]), order, 'paid')
-count_add(K, o[1], 'paid', -#seats)
+counts_add(K, o[1], {paid = -#seats})
 redis.call('HSET', order_key, 'cancelled', 1)
 o[7] = '1'
 return order_reply(order, o)

@@ -1,5 +1,6 @@
--- common.lua: helpers shared by every seatlock script. The build prepends this file to
--- each operation's script, so that every operation stays one self-contained EVALSHA.
+-- common.lua: helpers shared by every seatlock script. The build prepends to each
+-- operation's script the blocks of this file (separated by blank lines) that it uses, so
+-- that every operation stays one self-contained EVALSHA that defines no unused helper.
 --
 -- The rules implemented here and in the operation scripts are those of
 -- include/seatlock/detail/hold_table.hpp and detail/lock_table.hpp; the conformance suite
@@ -81,33 +82,39 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- The keys of one event; names must match src/redis/key_layout.hpp.
+-- The keys of one event; names must match src/redis/key_layout.hpp. Built once per call
+-- without per-call closures: the per-name keys are methods of KEY_METHODS (K:hold(token)).
+local KEY_METHODS = {}
+KEY_METHODS.__index = KEY_METHODS
+function KEY_METHODS.hold(K, token) return K.prefix .. ':hold' .. K.tag .. ':' .. token end
+function KEY_METHODS.order(K, id) return K.prefix .. ':order' .. K.tag .. ':' .. id end
+function KEY_METHODS.zone(K, zone) return K.prefix .. ':zone' .. K.tag .. ':' .. zone end
+function KEY_METHODS.free(K, zone) return K.prefix .. ':free' .. K.tag .. ':' .. zone end
+function KEY_METHODS.seats(K, zone) return K.prefix .. ':seats' .. K.tag .. ':' .. zone end
+
 local function event_keys(prefix, event)
-  local tag = '{' .. event .. '}'
-  local function key(kind) return prefix .. ':' .. kind .. ':' .. tag end
-  local K = {
-    event = key('event'), held = key('held'), paid = key('paid'), holders = key('holders'),
-    deadlines = key('deadlines'), expired = key('expired'),
-  }
-  function K.hold(token) return key('hold') .. ':' .. token end
-  function K.order(id) return key('order') .. ':' .. id end
-  function K.zone(zone) return key('zone') .. ':' .. zone end
-  function K.free(zone) return key('free') .. ':' .. zone end
-  function K.seats(zone) return key('seats') .. ':' .. zone end
-  return K
+  local tag = ':{' .. event .. '}'
+  return setmetatable({
+    prefix = prefix, tag = tag,
+    event = prefix .. ':event' .. tag, held = prefix .. ':held' .. tag,
+    paid = prefix .. ':paid' .. tag, holders = prefix .. ':holders' .. tag,
+    deadlines = prefix .. ':deadlines' .. tag, expired = prefix .. ':expired' .. tag,
+  }, KEY_METHODS)
 end
 
--- The event-level keys every hold script receives first, in this order.
-local EVENT_KEYS = {'event', 'held', 'paid', 'holders', 'deadlines', 'expired'}
-
--- Checks that KEYS are exactly the keys the script will touch, then returns them.
+-- Checks that KEYS are exactly the keys the script will touch: the event-level keys every
+-- hold script receives first (event, held, paid, holders, deadlines, expired), then `extra`.
 local function check_keys(K, extra)
-  local expected = {}
-  for _, name in ipairs(EVENT_KEYS) do expected[#expected + 1] = K[name] end
-  for _, k in ipairs(extra or {}) do expected[#expected + 1] = k end
-  if #KEYS ~= #expected then malformed('expected ' .. #expected .. ' KEYS, got ' .. #KEYS) end
-  for i, k in ipairs(expected) do
-    if KEYS[i] ~= k then malformed('KEYS[' .. i .. '] should be ' .. k) end
+  local n = extra and #extra or 0
+  if #KEYS ~= 6 + n then malformed('expected ' .. (6 + n) .. ' KEYS, got ' .. #KEYS) end
+  if KEYS[1] ~= K.event or KEYS[2] ~= K.held or KEYS[3] ~= K.paid or KEYS[4] ~= K.holders or
+      KEYS[5] ~= K.deadlines or KEYS[6] ~= K.expired then
+    for i, name in ipairs({'event', 'held', 'paid', 'holders', 'deadlines', 'expired'}) do
+      if KEYS[i] ~= K[name] then malformed('KEYS[' .. i .. '] should be ' .. K[name]) end
+    end
+  end
+  for i = 1, n do
+    if KEYS[6 + i] ~= extra[i] then malformed('KEYS[' .. (6 + i) .. '] should be ' .. extra[i]) end
   end
 end
 
@@ -125,58 +132,91 @@ local function refuse(code, detail, items, limit, current)
   return {0, code, detail, items or {}, limit or -1, current or -1}
 end
 
--- Runs `command key member...` in chunks: unpack() is bounded by the Lua C stack.
+-- Runs `command key member...` in chunks (unpack() is bounded by the Lua C stack) and
+-- returns the array replies of the chunks as one array (HMGET, ZMSCORE).
 local function chunked(command, key, members)
-  for i = 1, #members, 1000 do
-    redis.call(command, key, unpack(members, i, math.min(i + 999, #members)))
+  local n = #members
+  if n == 0 then return {} end
+  if n <= 1000 then return redis.call(command, key, unpack(members)) end
+  local out = {}
+  for i = 1, n, 1000 do
+    local reply = redis.call(command, key, unpack(members, i, math.min(i + 999, n)))
+    if type(reply) == 'table' then
+      for j = 1, #reply do out[#out + 1] = reply[j] end
+    end
+  end
+  return out
+end
+
+-- A holder's counters, read in one HMGET: {held = n, paid = n, holds = n}.
+local function counts_of(K, holder)
+  local c = redis.call('HMGET', K.holders, holder .. ':held', holder .. ':paid', holder .. ':holds')
+  return {held = tonumber(c[1] or '0'), paid = tonumber(c[2] or '0'), holds = tonumber(c[3] or '0')}
+end
+
+-- Adds `d` to one counter (`what` of `holder`, now `v`) for counts_add(): the field goes to
+-- `set` with its new value, or to `gone` when back at zero; d = nil or 0 changes nothing.
+local function count_to(set, gone, holder, what, v, d)
+  if not d or d == 0 then return end
+  if v + d == 0 then
+    gone[#gone + 1] = holder .. what
+  else
+    set[#set + 1] = holder .. what
+    set[#set + 1] = v + d
   end
 end
 
-local function count_of(K, holder, what)
-  return tonumber(redis.call('HGET', K.holders, holder .. ':' .. what) or '0')
-end
-
--- Adds delta to a holder's counter; a counter back at zero is removed.
-local function count_add(K, holder, what, delta)
-  if delta == 0 then return end
-  if redis.call('HINCRBY', K.holders, holder .. ':' .. what, delta) == 0 then
-    redis.call('HDEL', K.holders, holder .. ':' .. what)
-  end
+-- Adds `delta` ({held = n, paid = n, holds = n}, missing = 0) to a holder's counters, whose
+-- current values are `counts` (read when nil). One HSET for the counters still above zero,
+-- one HDEL for those back at zero: a holder with nothing leaves no field behind.
+local function counts_add(K, holder, delta, counts)
+  counts = counts or counts_of(K, holder)
+  local set, gone = {}, {}
+  count_to(set, gone, holder, ':held', counts.held, delta.held)
+  count_to(set, gone, holder, ':paid', counts.paid, delta.paid)
+  count_to(set, gone, holder, ':holds', counts.holds, delta.holds)
+  if #set > 0 then redis.call('HSET', K.holders, unpack(set)) end
+  if #gone > 0 then redis.call('HDEL', K.holders, unpack(gone)) end
 end
 
 -- Frees the seats of one zone that `owner` still has in `state` ('held' or 'paid').
+-- Returns how many it freed.
 local function free_seats(K, zone, seats, slots, owner, state)
   local hash = state == 'held' and K.held or K.paid
-  local freed = {}
-  for i, seat in ipairs(seats) do
-    local field = zone .. ':' .. seat
-    if redis.call('HGET', hash, field) == owner then
-      redis.call('HDEL', hash, field)
+  local fields = {}
+  for i, seat in ipairs(seats) do fields[i] = zone .. ':' .. seat end
+  local owners = chunked('HMGET', hash, fields)
+  local mine, freed = {}, {}
+  for i, field in ipairs(fields) do
+    if owners[i] == owner then
+      mine[#mine + 1] = field
       freed[#freed + 1] = slots[i]
-      freed[#freed + 1] = seat
+      freed[#freed + 1] = seats[i]
     end
   end
-  if #freed > 0 then
+  if #mine > 0 then
+    chunked('HDEL', hash, mine)
     -- Derived keys of the hold's zone (same {event} slot).
-    chunked('ZADD', K.free(zone), freed)
-    redis.call('HINCRBY', K.zone(zone), state, -(#freed / 2))
+    chunked('ZADD', K:free(zone), freed)
+    redis.call('HINCRBY', K:zone(zone), state, -#mine)
   end
+  return #mine
 end
 
 -- Expires every active hold whose deadline has passed: its seats are free at once and
--- its expiry is queued for expired(). Runs first in every operation on the event.
+-- its expiry is queued for expired(). Runs first in every operation on the event; when
+-- nothing is due it costs one ZRANGEBYSCORE.
 local function sweep(K, now)
   while true do
-    local due = redis.call('ZRANGEBYSCORE', K.deadlines, '-inf', now, 'LIMIT', 0, 500)
+    local due = redis.call('ZRANGEBYSCORE', K.deadlines, '-inf', now, 'LIMIT', '0', '500')
     if #due == 0 then return end
     for _, token in ipairs(due) do
-      local hold = K.hold(token) -- derived: another hold of this event
+      local hold = K:hold(token) -- derived: another hold of this event
       local h = redis.call('HMGET', hold, 'holder', 'zone', 'seats', 'slots')
       if h[1] then
         local seats = split(h[3])
         free_seats(K, h[2], seats, split(h[4]), token, 'held')
-        count_add(K, h[1], 'held', -#seats)
-        count_add(K, h[1], 'holds', -1)
+        counts_add(K, h[1], {held = -#seats, holds = -1})
         redis.call('HSET', hold, 'status', 'expired')
         redis.call('ZADD', K.expired, now, token)
       end
@@ -195,19 +235,21 @@ local function inactive(token, status, order, seats)
   return refuse('hold_not_active', 'hold ' .. token .. ' is not active')
 end
 
--- The holder limits, in the order of HoldTable::check_limits.
+-- The holder limits, in the order of HoldTable::check_limits. Returns the refusal (or
+-- nil) and the holder's counters, for counts_add().
 local function check_limits(K, event, holder, n, max_seats, one_active)
-  if one_active and count_of(K, holder, 'holds') > 0 then
+  local counts = counts_of(K, holder)
+  if one_active and counts.holds > 0 then
     return refuse('active_hold_exists',
-      'holder ' .. holder .. ' already has an active hold in event ' .. event)
+      'holder ' .. holder .. ' already has an active hold in event ' .. event), counts
   end
-  local has = count_of(K, holder, 'held') + count_of(K, holder, 'paid')
+  local has = counts.held + counts.paid
   if max_seats > 0 and has + n > max_seats then
     return refuse('limit_exceeded',
       'holder ' .. holder .. ' has ' .. has .. ' seats in event ' .. event .. ' and asked for ' ..
-      n .. ' more; the limit is ' .. max_seats, {}, max_seats, has)
+      n .. ' more; the limit is ' .. max_seats, {}, max_seats, has), counts
   end
-  return nil
+  return nil, counts
 end
 
 local function order_reply(id, o)

@@ -9,7 +9,7 @@ local token, order = arg_token(3, event), arg_id(4, 'order')
 local late = arg_flag(5, 'late flag')
 local max_seats = arg_int(6, 'max seats per holder', 0, MAX_MS)
 local K = event_keys(prefix, event)
-local hold_key, order_key = K.hold(token), K.order(order)
+local hold_key, order_key = K:hold(token), K:order(order)
 check_keys(K, {hold_key, order_key})
 
 local now = now_ms()
@@ -38,27 +38,27 @@ if status == 'expired' and not late then
 end
 
 local n = #seats
-local zone_key, free_key = K.zone(zone), K.free(zone) -- derived: the hold's zone
+local counts -- the holder's counters, when check_limits() has read them
+local zone_key, free_key = K:zone(zone), K:free(zone) -- derived: the hold's zone
 if status == 'expired' then
   -- confirm_late: the same seats, if every one is still free.
   local taken = {}
-  for _, seat in ipairs(seats) do
-    local field = zone .. ':' .. seat
-    if redis.call('HEXISTS', K.held, field) == 1 or redis.call('HEXISTS', K.paid, field) == 1 then
-      taken[#taken + 1] = seat
-    end
+  local fields = {}
+  for i, seat in ipairs(seats) do fields[i] = zone .. ':' .. seat end
+  local in_held, in_paid = chunked('HMGET', K.held, fields), chunked('HMGET', K.paid, fields)
+  for i, seat in ipairs(seats) do
+    if in_held[i] or in_paid[i] then taken[#taken + 1] = seat end
   end
   if #taken > 0 then
     return refuse('seat_taken', 'hold ' .. token .. ' expired and seats ' .. join(taken) ..
       ' were taken since', taken)
   end
-  local refused = check_limits(K, event, holder, n, max_seats, false)
+  local refused
+  refused, counts = check_limits(K, event, holder, n, max_seats, false)
   if refused then return refused end
   chunked('ZREM', free_key, seats)
 else
   redis.call('ZREM', K.deadlines, token)
-  count_add(K, holder, 'held', -n)
-  count_add(K, holder, 'holds', -1)
   local fields = {}
   for _, seat in ipairs(seats) do fields[#fields + 1] = zone .. ':' .. seat end
   chunked('HDEL', K.held, fields)
@@ -71,7 +71,8 @@ for _, seat in ipairs(seats) do
 end
 chunked('HSET', K.paid, fields)
 redis.call('HINCRBY', zone_key, 'paid', n)
-count_add(K, holder, 'paid', n)
+-- A late confirm only adds paid seats; an active hold's seats move from held to paid.
+counts_add(K, holder, status == 'expired' and {paid = n} or {held = -n, holds = -1, paid = n}, counts)
 -- The hold record is kept as long as its order, so confirm stays idempotent.
 redis.call('HSET', hold_key, 'status', 'confirmed', 'order', order)
 redis.call('PERSIST', hold_key)

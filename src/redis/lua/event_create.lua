@@ -39,9 +39,9 @@ for _ = 1, zone_count do
     malformed('zone kind (ARGV[' .. (i - 2) .. '])')
   end
   zones[#zones + 1] = zone
-  expected_keys[#expected_keys + 1] = K.zone(id)
-  expected_keys[#expected_keys + 1] = K.free(id)
-  expected_keys[#expected_keys + 1] = K.seats(id)
+  expected_keys[#expected_keys + 1] = K:zone(id)
+  expected_keys[#expected_keys + 1] = K:free(id)
+  expected_keys[#expected_keys + 1] = K:seats(id)
 end
 if #ARGV ~= i - 1 then malformed('expected ' .. (i - 1) .. ' ARGV, got ' .. #ARGV) end
 if #KEYS ~= #expected_keys then malformed('expected ' .. #expected_keys .. ' KEYS, got ' .. #KEYS) end
@@ -62,7 +62,7 @@ for _, zone in ipairs(zones) do
   if kind == 'general_admission' then
     -- Places are numbered 1..capacity; those from `next` on were never taken, so the
     -- free set only holds released places and stays small.
-    redis.call('HSET', K.zone(id), 'kind', kind, 'capacity', zone[3], 'next', 1, 'held', 0, 'paid', 0, 'rows', 0)
+    redis.call('HSET', K:zone(id), 'kind', kind, 'capacity', zone[3], 'next', 1, 'held', 0, 'paid', 0, 'rows', 0)
   else
     local ids, rows = zone[4], zone[5]
     local with_rows = 0
@@ -74,9 +74,9 @@ for _, zone in ipairs(zones) do
       free[#free + 1] = s - 1
       free[#free + 1] = seat
     end
-    redis.call('HSET', K.zone(id), 'kind', kind, 'capacity', #ids, 'next', 0, 'held', 0, 'paid', 0, 'rows', with_rows)
-    chunked('HSET', K.seats(id), index)
-    chunked('ZADD', K.free(id), free)
+    redis.call('HSET', K:zone(id), 'kind', kind, 'capacity', #ids, 'next', 0, 'held', 0, 'paid', 0, 'rows', with_rows)
+    chunked('HSET', K:seats(id), index)
+    chunked('ZADD', K:free(id), free)
   end
 end
 redis.call('HSET', K.event, 'id', event, 'spec', spec)

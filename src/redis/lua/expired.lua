@@ -17,7 +17,7 @@ sweep(K, now)
 local out = {}
 local due = redis.call('ZRANGEBYSCORE', K.expired, '-inf', now, 'LIMIT', 0, limit)
 for _, token in ipairs(due) do
-  local hold_key = K.hold(token) -- derived: the expired hold's record
+  local hold_key = K:hold(token) -- derived: the expired hold's record
   local h = redis.call('HMGET', hold_key, 'holder', 'zone', 'seats', 'expires')
   if h[1] then
     out[#out + 1] = {token, h[1], h[2], split(h[3]), tonumber(h[4])}

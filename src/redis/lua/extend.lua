@@ -9,7 +9,7 @@ local token = arg_token(3, event)
 local ttl = arg_int(4, 'ttl', 1, MAX_MS)
 local max_lifetime = arg_int(5, 'max lifetime', 1, MAX_MS)
 local K = event_keys(prefix, event)
-local hold_key = K.hold(token)
+local hold_key = K:hold(token)
 check_keys(K, {hold_key})
 
 local now = now_ms()

@@ -27,11 +27,15 @@ else
   arg_count(10, 'hold of a quantity')
 end
 local K = event_keys(prefix, event)
-local hold_key = K.hold(token)
-check_keys(K, {hold_key, K.zone(zone), K.free(zone), K.seats(zone)})
+local hold_key, zone_key = K:hold(token), K:zone(zone)
+local free_key, seats_key = K:free(zone), K:seats(zone)
+check_keys(K, {hold_key, zone_key, free_key, seats_key})
 
 local now = now_ms()
-if redis.call('EXISTS', K.event) == 0 then
+-- Zones exist exactly as long as their event: only a missing zone needs the event checked.
+-- Read before the sweep, which changes none of these fields.
+local z = redis.call('HMGET', zone_key, 'kind', 'capacity', 'next', 'rows')
+if not z[1] and redis.call('EXISTS', K.event) == 0 then
   return refuse('unknown_event', 'no event ' .. event, {event})
 end
 sweep(K, now)
@@ -45,13 +49,12 @@ if previous[1] then
   return {1, previous[3], split(previous[4]), tonumber(previous[5])}
 end
 
-local z = redis.call('HMGET', K.zone(zone), 'kind', 'capacity', 'next', 'rows')
 if not z[1] then
   return refuse('unknown_zone', 'event ' .. event .. ' has no zone ' .. zone, {zone})
 end
 local general_admission = z[1] == 'general_admission'
 
-local refused = check_limits(K, event, holder, n, max_seats, one_active)
+local refused, counts = check_limits(K, event, holder, n, max_seats, one_active)
 if refused then return refused end
 
 -- Which seats (ids) and slots (zone order) the request gets.
@@ -60,17 +63,18 @@ if kind == 'seats' then
   if general_admission then
     return refuse('invalid_argument', 'zone ' .. zone .. ' is general admission: ask for a quantity of places')
   end
-  local unknown, taken = {}, {}
-  for _, seat in ipairs(asked) do
-    local info = redis.call('HGET', K.seats(zone), seat)
-    if not info then
-      unknown[#unknown + 1] = seat
-    elseif redis.call('HEXISTS', K.held, zone .. ':' .. seat) == 1 or
-        redis.call('HEXISTS', K.paid, zone .. ':' .. seat) == 1 then
-      taken[#taken + 1] = seat
-    else
+  -- A named seat is in the free set, scored by its slot, exactly when it is neither held
+  -- nor paid: one ZMSCORE answers for every seat; the seat index is read only to tell
+  -- unknown seats from taken ones.
+  local scores = chunked('ZMSCORE', free_key, asked)
+  local unknown, taken, infos = {}, {}, nil
+  for i, seat in ipairs(asked) do
+    if scores[i] then
       seats[#seats + 1] = seat
-      slots[#slots + 1] = tonumber(string.match(info, '^(%d+)'))
+      slots[#slots + 1] = tonumber(scores[i])
+    else
+      infos = infos or chunked('HMGET', seats_key, asked)
+      if infos[i] then taken[#taken + 1] = seat else unknown[#unknown + 1] = seat end
     end
   end
   if #unknown > 0 then
@@ -84,7 +88,7 @@ else
   if kind == 'quantity' and not general_admission then
     return refuse('invalid_argument', 'zone ' .. zone .. ' has named seats: name them or ask for best_available')
   end
-  local listed_free = redis.call('ZCARD', K.free(zone))
+  local listed_free = redis.call('ZCARD', free_key)
   local free = listed_free
   if general_admission then free = free + tonumber(z[2]) - tonumber(z[3]) + 1 end
   if free < n then
@@ -96,13 +100,13 @@ else
     local run, last_slot, last_row = {}, -2, nil
     local from = 0
     while #run < n and from < listed_free do
-      local batch = redis.call('ZRANGE', K.free(zone), from, from + 499, 'WITHSCORES')
+      local batch = redis.call('ZRANGE', free_key, from, from + 499, 'WITHSCORES')
       from = from + 500
       local rows = {}
       if with_rows then
         local ids = {}
         for i = 1, #batch, 2 do ids[#ids + 1] = batch[i] end
-        local infos = redis.call('HMGET', K.seats(zone), unpack(ids))
+        local infos = redis.call('HMGET', seats_key, unpack(ids))
         for i, info in ipairs(infos) do rows[ids[i]] = string.match(info, '^%d+ (.*)$') end
       end
       for i = 1, #batch, 2 do
@@ -117,7 +121,7 @@ else
     if #run < n then
       -- No run: the n lowest free seats.
       run = {}
-      local lowest = redis.call('ZRANGE', K.free(zone), 0, n - 1, 'WITHSCORES')
+      local lowest = redis.call('ZRANGE', free_key, 0, n - 1, 'WITHSCORES')
       for i = 1, #lowest, 2 do run[#run + 1] = {lowest[i], tonumber(lowest[i + 1])} end
     end
     for _, pick in ipairs(run) do
@@ -126,7 +130,7 @@ else
     end
   else
     -- Lowest free first: released places (all below `next`), then never-taken ones.
-    local lowest = redis.call('ZRANGE', K.free(zone), 0, n - 1, 'WITHSCORES')
+    local lowest = redis.call('ZRANGE', free_key, 0, n - 1, 'WITHSCORES')
     for i = 1, #lowest, 2 do
       seats[#seats + 1] = lowest[i]
       slots[#slots + 1] = tonumber(lowest[i + 1])
@@ -137,20 +141,19 @@ else
       slots[#slots + 1] = next_place
       next_place = next_place + 1
     end
-    redis.call('HSET', K.zone(zone), 'next', next_place)
+    redis.call('HSET', zone_key, 'next', next_place)
   end
 end
 
-chunked('ZREM', K.free(zone), seats)
+chunked('ZREM', free_key, seats)
 local fields = {}
 for _, seat in ipairs(seats) do
   fields[#fields + 1] = zone .. ':' .. seat
   fields[#fields + 1] = token
 end
 chunked('HSET', K.held, fields)
-redis.call('HINCRBY', K.zone(zone), 'held', n)
-count_add(K, holder, 'held', n)
-count_add(K, holder, 'holds', 1)
+redis.call('HINCRBY', zone_key, 'held', n)
+counts_add(K, holder, {held = n, holds = 1}, counts)
 local expires = now + ttl
 redis.call('HSET', hold_key, 'holder', holder, 'zone', zone, 'seats', table.concat(seats, ' '),
   'slots', table.concat(slots, ' '), 'created', now, 'expires', expires, 'status', 'held')

@@ -32,9 +32,9 @@ for _, zs in ipairs(zones) do
   local id, kind = zs[1], zs[2]
   if only == '' or only == id then
     -- Derived keys of each zone (same {event} slot).
-    local z = redis.call('HMGET', K.zone(id), 'capacity', 'next', 'held', 'paid')
+    local z = redis.call('HMGET', K:zone(id), 'capacity', 'next', 'held', 'paid')
     local capacity, held, paid = tonumber(z[1]), tonumber(z[3]), tonumber(z[4])
-    local free = redis.call('ZCARD', K.free(id))
+    local free = redis.call('ZCARD', K:free(id))
     if kind == 'general_admission' then free = free + capacity - tonumber(z[2]) + 1 end
     local listed = {}
     if kind == 'named' then
