@@ -108,6 +108,16 @@ TEST_CASE("the fake records every call with its outcome") {
     CHECK(calls[0].result == errc::unknown_seat);
 }
 
+TEST_CASE("the fake refuses a clock that goes back and faults that cannot happen") {
+    World w;
+    const auto before = w.fake.now();
+    CHECK_THROWS_AS(w.fake.advance(-1ms), seatlock::Error);
+    CHECK(w.fake.now() == before);
+    CHECK_THROWS_AS(w.fake.inject({Fake::Op::hold, Fake::FaultKind::fail_before, 0}), seatlock::Error);
+    CHECK_THROWS_AS(w.fake.inject({Fake::Op::hold, Fake::FaultKind::latency, 1, -5ms}), seatlock::Error);
+    CHECK(w.store.hold("game1", "hal", seatlock::named_seats("lower", {"A-6"})));  // no fault stuck
+}
+
 TEST_CASE("AnyBackend runs the store on a backend chosen at run time") {
     auto any = seatlock::AnyBackend::make<seatlock::MemoryBackend>();
     seatlock::SeatHoldStore store(any);

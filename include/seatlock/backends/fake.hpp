@@ -54,11 +54,23 @@ public:
     FakeBackend(const FakeBackend&) = delete;
     FakeBackend& operator=(const FakeBackend&) = delete;
 
-    /// Moves the clock forward; leases and holds that end by then are expired.
-    void advance(Millis d) { now_ms_.fetch_add(d.count()); }
+    /// Moves the clock forward; leases and holds that end by then are expired. Storage
+    /// clocks never go back: a negative `d` throws seatlock::Error (invalid_argument).
+    void advance(Millis d) {
+        if (d < Millis(0)) {
+            throw Error(make_error_code(errc::invalid_argument), "FakeBackend clock cannot go back");
+        }
+        now_ms_.fetch_add(d.count());
+    }
     WallTime now() const { return WallTime(Millis(now_ms_.load())); }
 
+    /// Scripts a fault; throws seatlock::Error (invalid_argument) when `times` < 1 or the
+    /// latency is negative.
     void inject(Fault fault) {
+        if (fault.times < 1 || fault.latency < Millis(0)) {
+            throw Error(make_error_code(errc::invalid_argument),
+                        "a fault needs times >= 1 and a latency >= 0");
+        }
         std::lock_guard lock(mutex_);
         faults_.push_back(fault);
     }
