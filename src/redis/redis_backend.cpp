@@ -212,6 +212,17 @@ Result<void> check_options(const RedisOptions& o) {
     return {};
 }
 
+// Zone kinds as the scripts store and report them.
+constexpr const char* general_admission_text = "general_admission";
+
+const char* kind_text(ZoneKind kind) {
+    return kind == ZoneKind::general_admission ? general_admission_text : "named";
+}
+
+ZoneKind kind_of(std::string_view text) {
+    return text == general_admission_text ? ZoneKind::general_admission : ZoneKind::named;
+}
+
 }  // namespace
 
 RedisBackend::RedisBackend(RedisOptions options) {
@@ -303,12 +314,11 @@ Result<void> RedisBackend::create_event(const EventSpec& spec) {
         keys.push_back(k.event_key("free", spec.id, zone.id));
         keys.push_back(k.event_key("seats", spec.id, zone.id));
         args.push_back(zone.id);
+        args.push_back(kind_text(zone.kind));
         if (zone.kind == ZoneKind::general_admission) {
-            args.push_back("general_admission");
             args.push_back(std::to_string(zone.capacity));
             continue;
         }
-        args.push_back("named");
         args.push_back(std::to_string(zone.seats.size()));
         for (const auto& seat : zone.seats) {
             args.push_back(seat.id);
@@ -340,8 +350,7 @@ Result<std::vector<EventSpec>> RedisBackend::events() {
                     const Reader zr = zones.array(z);
                     ZoneSpec zone;
                     zone.id = zr.text(0);
-                    zone.kind = zr.text(1) == "general_admission" ? ZoneKind::general_admission
-                                                                  : ZoneKind::named;
+                    zone.kind = kind_of(zr.text(1));
                     zone.capacity = zr.integer(2);
                     const auto ids = zr.texts(3);
                     const auto rows = zr.texts(4);
@@ -479,8 +488,7 @@ Result<std::vector<ZoneState>> RedisBackend::seats(const std::string& event,
                 const Reader z = zones.array(i);
                 ZoneState st;
                 st.zone = z.text(0);
-                st.kind = z.text(1) == "general_admission" ? ZoneKind::general_admission
-                                                           : ZoneKind::named;
+                st.kind = kind_of(z.text(1));
                 st.capacity = z.integer(2);
                 st.free = z.integer(3);
                 st.held = z.integer(4);

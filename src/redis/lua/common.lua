@@ -148,6 +148,17 @@ local function chunked(command, key, members)
   return out
 end
 
+-- Points the field "zone:seat" of `hash` (held or paid) at `owner` for every seat, in one
+-- HSET per thousand seats.
+local function mark_seats(hash, zone, seats, owner)
+  local fields = {}
+  for _, seat in ipairs(seats) do
+    fields[#fields + 1] = zone .. ':' .. seat
+    fields[#fields + 1] = owner
+  end
+  chunked('HSET', hash, fields)
+end
+
 -- A holder's counters, read in one HMGET: {held = n, paid = n, holds = n}.
 local function counts_of(K, holder)
   local c = redis.call('HMGET', K.holders, holder .. ':held', holder .. ':paid', holder .. ':holds')

@@ -64,12 +64,7 @@ else
   chunked('HDEL', K.held, fields)
   redis.call('HINCRBY', zone_key, 'held', -n)
 end
-local fields = {}
-for _, seat in ipairs(seats) do
-  fields[#fields + 1] = zone .. ':' .. seat
-  fields[#fields + 1] = order
-end
-chunked('HSET', K.paid, fields)
+mark_seats(K.paid, zone, seats, order)
 redis.call('HINCRBY', zone_key, 'paid', n)
 -- A late confirm only adds paid seats; an active hold's seats move from held to paid.
 counts_add(K, holder, status == 'expired' and {paid = n} or {held = -n, holds = -1, paid = n}, counts)

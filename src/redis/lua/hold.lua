@@ -146,12 +146,7 @@ else
 end
 
 chunked('ZREM', free_key, seats)
-local fields = {}
-for _, seat in ipairs(seats) do
-  fields[#fields + 1] = zone .. ':' .. seat
-  fields[#fields + 1] = token
-end
-chunked('HSET', K.held, fields)
+mark_seats(K.held, zone, seats, token)
 redis.call('HINCRBY', zone_key, 'held', n)
 counts_add(K, holder, {held = n, holds = 1}, counts)
 local expires = now + ttl
