@@ -1,85 +1,57 @@
-# Writes OUTPUT, a C++ header with one constant per Lua operation script in LUA_DIR:
-# the parts of common.lua it uses followed by <operation>.lua, as a raw string literal,
-# with the SHA1 Redis will compute for it (so EVALSHA needs no SCRIPT LOAD round trip).
+# Writes OUTPUT, a C++ header holding one Redis function library (Redis 7 FUNCTION LOAD)
+# built from LUA_DIR: common.lua, whose helpers are defined once when the library loads,
+# then one function per operation <op>.lua, whose text becomes the function's body.
 #   cmake -DLUA_DIR=... -DOPERATIONS=a,b,c -DOUTPUT=... -P embed_lua.cmake
+#
+# The library and its functions are named after the SHA1 of the library text
+# (seatlock_<12 hex digits>, seatlock_<12 hex digits>_<op>): every build of seatlock calls
+# its own code, and servers shared by two versions during an upgrade hold both.
 string(REPLACE "," ";" OPERATIONS "${OPERATIONS}")
 set(delimiter "seatlock_lua")
 
 function(read_lua path out)
   file(READ ${path} text)
-  # Compilers read raw string literals with \n line ends: hash exactly what they embed.
   string(REPLACE "\r" "" text "${text}")
   if(text MATCHES "\\)${delimiter}\"")
     message(FATAL_ERROR "${path} contains the raw string delimiter )${delimiter}\"")
   endif()
+  if(text MATCHES "@FUNCTION_PREFIX@")
+    message(FATAL_ERROR "${path} contains the placeholder @FUNCTION_PREFIX@")
+  endif()
   set(${out} "${text}" PARENT_SCOPE)
 endfunction()
 
-# common.lua with only the blocks (separated by blank lines) that define a name `text`
-# uses, directly or through another kept block; blocks that define nothing (comments) are
-# kept. Every helper a script defines costs the server a closure on every call.
-function(common_for text out)
-  set(rest "${common}")
-  set(count 0)
-  while(1)
-    string(FIND "${rest}" "\n\n" at)
-    if(at EQUAL -1)
-      set(block_${count} "${rest}")
-      math(EXPR count "${count} + 1")
-      break()
-    endif()
-    string(SUBSTRING "${rest}" 0 ${at} block_${count})
-    math(EXPR count "${count} + 1")
-    math(EXPR at "${at} + 2")
-    string(SUBSTRING "${rest}" ${at} -1 rest)
-  endwhile()
-  # Definitions only use earlier blocks: one pass from the last block back is enough.
-  set(needed "\n${text}\n")
-  set(kept "")
-  math(EXPR last "${count} - 1")
-  foreach(i RANGE ${last} 0 -1)
-    set(block "${block_${i}}")
-    string(REGEX MATCHALL "(^|\n)local (function )?[A-Za-z_][A-Za-z0-9_]*" defs "${block}")
-    set(keep TRUE)
-    if(defs)
-      set(keep FALSE)
-      foreach(def IN LISTS defs)
-        string(REGEX REPLACE "^\n?local (function )?" "" name "${def}")
-        if(needed MATCHES "[^A-Za-z0-9_]${name}[^A-Za-z0-9_]")
-          set(keep TRUE)
-        endif()
-      endforeach()
-    endif()
-    if(keep)
-      string(APPEND needed "${block}\n")
-      if(kept STREQUAL "")
-        set(kept "${block}")
-      else()
-        set(kept "${block}\n\n${kept}")
-      endif()
-    endif()
-  endforeach()
-  set(${out} "${kept}" PARENT_SCOPE)
-endfunction()
-
 read_lua(${LUA_DIR}/common.lua common)
+# KEYS and ARGV: the running call's, set by each function before its body runs (a library
+# may not define globals; Redis runs one function at a time).
+set(library "local KEYS, ARGV\n\n${common}\n")
+foreach(op ${OPERATIONS})
+  read_lua(${LUA_DIR}/${op}.lua text)
+  string(APPEND library "\nredis.register_function('@FUNCTION_PREFIX@${op}', function(keys, args)\n")
+  string(APPEND library "KEYS, ARGV = keys, args\n${text}end)\n")
+endforeach()
+string(SHA1 sha "${library}")
+string(SUBSTRING "${sha}" 0 12 version)
+set(name "seatlock_${version}")
+string(REPLACE "@FUNCTION_PREFIX@" "${name}_" library "${library}")
+set(library "#!lua name=${name}\n${library}")
+
 set(body "// Generated from src/redis/lua/*.lua by embed_lua.cmake: do not edit.\n")
 string(APPEND body "#pragma once\n\n#include <array>\n#include <string_view>\n\n")
 string(APPEND body "namespace seatlock::redis_scripts {\n\n")
-string(APPEND body "/// One Lua script: its operation name, its text, and the SHA1 of the text.\n")
-string(APPEND body "struct Script {\n    std::string_view name;\n    std::string_view body;\n    std::string_view sha1;\n};\n\n")
+string(APPEND body "/// The function library every operation runs in, for FUNCTION LOAD.\n")
+string(APPEND body "inline constexpr std::string_view library_name = \"${name}\";\n")
+string(APPEND body "inline constexpr std::string_view library = R\"${delimiter}(${library})${delimiter}\";\n\n")
+string(APPEND body "/// One operation: its name, and the library function FCALL runs for it.\n")
+string(APPEND body "struct Script {\n    std::string_view name;\n    std::string_view function;\n};\n\n")
 set(all "")
 foreach(op ${OPERATIONS})
-  read_lua(${LUA_DIR}/${op}.lua text)
-  common_for("${text}" used)
-  set(script "${used}\n-- ${op}.lua\n${text}")
-  string(SHA1 sha "${script}")
-  string(APPEND body "inline constexpr Script ${op}{\"${op}\", R\"${delimiter}(${script})${delimiter}\", \"${sha}\"};\n\n")
+  string(APPEND body "inline constexpr Script ${op}{\"${op}\", \"${name}_${op}\"};\n")
   list(APPEND all "&${op}")
 endforeach()
 list(LENGTH OPERATIONS count)
 string(REPLACE ";" ", " all "${all}")
-string(APPEND body "/// Every script, for loading and for tests.\n")
+string(APPEND body "\n/// Every operation, for tests.\n")
 string(APPEND body "inline constexpr std::array<const Script*, ${count}> all{${all}};\n\n")
 string(APPEND body "}  // namespace seatlock::redis_scripts\n")
 

@@ -19,13 +19,13 @@ public:
     /// <prefix>:events — hash event id -> canonical spec; the index events() reads.
     [[nodiscard]] std::string events_index() const { return prefix_ + ":events"; }
 
-    /// <prefix>:<kind>:{event} — one key per event and kind (event, held, paid, holders,
-    /// deadlines, expired).
+    /// <prefix>:<kind>:{event} — one key per event and kind (event, paid, deadlines,
+    /// expired). The event hash also holds the zones', holds', orders' and holders' records
+    /// (lua/common.lua).
     [[nodiscard]] std::string event_key(std::string_view kind, std::string_view event) const {
         return prefix_ + ":" + std::string(kind) + ":{" + std::string(event) + "}";
     }
-    /// <prefix>:<kind>:{event}:<name> — per hold (hold), order (order) or zone (zone,
-    /// free, seats).
+    /// <prefix>:<kind>:{event}:<zone> — per zone (free, seats).
     [[nodiscard]] std::string event_key(std::string_view kind, std::string_view event,
                                         std::string_view name) const {
         return event_key(kind, event) + ":" + std::string(name);

@@ -110,6 +110,12 @@ Order read_order(const Reader& r, const std::string& event) {
                  r.texts(4), r.text(5), wall(r.integer(6)), r.integer(7) != 0};
 }
 
+// Whether `reply` is an error whose message starts with `prefix`.
+bool is_error(const redisReply& reply, std::string_view prefix) {
+    return reply.type == REDIS_REPLY_ERROR &&
+           std::string_view(reply.str, reply.len).substr(0, prefix.size()) == prefix;
+}
+
 }  // namespace
 
 struct RedisBackend::Impl {
@@ -119,32 +125,40 @@ struct RedisBackend::Impl {
     redis_detail::KeyLayout keys;
     redis_detail::ConnectionPool pool;
 
-    // The six keys every hold script receives first (lua/common.lua, EVENT_KEYS).
+    // The four keys every hold script receives first (lua/common.lua, check_keys).
     std::vector<std::string> event_keys(const std::string& event) const {
         std::vector<std::string> out;
-        for (const char* kind : {"event", "held", "paid", "holders", "deadlines", "expired"}) {
+        for (const char* kind : {"event", "paid", "deadlines", "expired"}) {
             out.push_back(keys.event_key(kind, event));
         }
         return out;
     }
 
-    // Runs one script: EVALSHA, and when the server's script cache lacks it (restart,
-    // failover, SCRIPT FLUSH) EVAL with its text on the same connection, which also puts
-    // it back in the cache. NOSCRIPT means nothing ran, so sending again is safe.
+    // Runs one operation: FCALL of its library function. When the server lacks the library
+    // (a new server, a restart without persistence, FUNCTION FLUSH), FUNCTION LOAD on the
+    // same connection, then FCALL again: "Function not found" means nothing ran, so
+    // sending again is safe. A library another client loaded meanwhile is the same text.
     Result<ReplyPtr> run(const Script& script, const std::vector<std::string>& keys_,
                          const std::vector<std::string>& args) {
         auto lease = pool.lease();
         if (!lease) return std::move(lease).error();
         const std::string key_count = std::to_string(keys_.size());
-        std::vector<std::string_view> argv{"EVALSHA", script.sha1, key_count};
+        std::vector<std::string_view> argv{"FCALL", script.function, key_count};
         argv.reserve(3 + keys_.size() + args.size());
         for (const auto& k : keys_) argv.emplace_back(k);
         for (const auto& a : args) argv.emplace_back(a);
         auto reply = lease->command(argv);
-        if (reply && (*reply)->type == REDIS_REPLY_ERROR &&
-            std::string_view((*reply)->str, (*reply)->len).substr(0, 8) == "NOSCRIPT") {
-            argv[0] = "EVAL";
-            argv[1] = script.body;
+        // Twice at most: a FUNCTION FLUSH may land between the load and the call.
+        for (int tries = 0; tries < 2 && reply && is_error(**reply, "ERR Function not found");
+             ++tries) {
+            const std::vector<std::string_view> load{"FUNCTION", "LOAD", redis_scripts::library};
+            auto loaded = lease->command(load);
+            if (!loaded) return std::move(loaded).error();
+            if ((*loaded)->type == REDIS_REPLY_ERROR && !is_error(**loaded, "ERR Library")) {
+                return redis_detail::error_reply_failure(
+                    std::string_view((*loaded)->str, (*loaded)->len),
+                    "Redis FUNCTION LOAD " + std::string(redis_scripts::library_name));
+            }
             reply = lease->command(argv);
         }
         if (!reply) return std::move(reply).error();
@@ -310,7 +324,6 @@ Result<void> RedisBackend::create_event(const EventSpec& spec) {
     std::vector<std::string> args{k.prefix(), spec.id, spec.name,
                                   std::to_string(spec.zones.size())};
     for (const auto& zone : spec.zones) {
-        keys.push_back(k.event_key("zone", spec.id, zone.id));
         keys.push_back(k.event_key("free", spec.id, zone.id));
         keys.push_back(k.event_key("seats", spec.id, zone.id));
         args.push_back(zone.id);
@@ -375,8 +388,6 @@ Result<Hold> RedisBackend::hold(const HoldCommand& cmd) {
     const auto& k = impl_->keys;
     const auto& req = cmd.request;
     auto keys = impl_->event_keys(cmd.event);
-    keys.push_back(k.event_key("hold", cmd.event, cmd.token));
-    keys.push_back(k.event_key("zone", cmd.event, req.zone));
     keys.push_back(k.event_key("free", cmd.event, req.zone));
     keys.push_back(k.event_key("seats", cmd.event, req.zone));
     const char* kind = req.kind == HoldKind::seats      ? "seats"
@@ -417,10 +428,7 @@ Result<Order> RedisBackend::confirm(const ConfirmCommand& cmd) {
     auto event = event_of(cmd.token);
     if (!event) return std::move(event).error();
     const auto& k = impl_->keys;
-    auto keys = impl_->event_keys(*event);
-    keys.push_back(k.event_key("hold", *event, cmd.token));
-    keys.push_back(k.event_key("order", *event, cmd.order_id));
-    return impl_->call<Order>(redis_scripts::confirm, keys,
+    return impl_->call<Order>(redis_scripts::confirm, impl_->event_keys(*event),
                               {k.prefix(), *event, cmd.token, cmd.order_id, cmd.late ? "1" : "0",
                                std::to_string(std::clamp<std::int64_t>(
                                    cmd.limits.max_seats_per_holder, 0, max_script_ms))},
@@ -431,9 +439,8 @@ Result<void> RedisBackend::release(const std::string& token) {
     auto event = event_of(token);
     if (!event) return std::move(event).error();
     const auto& k = impl_->keys;
-    auto keys = impl_->event_keys(*event);
-    keys.push_back(k.event_key("hold", *event, token));
-    return impl_->call<void>(redis_scripts::release, keys, {k.prefix(), *event, token},
+    return impl_->call<void>(redis_scripts::release, impl_->event_keys(*event),
+                             {k.prefix(), *event, token},
                              [](const Reader&) {});
 }
 
@@ -444,10 +451,8 @@ Result<Hold> RedisBackend::extend(const std::string& token, Millis ttl, Millis m
         return Failure(errc::invalid_argument, "extend needs a positive ttl and max_lifetime");
     }
     const auto& k = impl_->keys;
-    auto keys = impl_->event_keys(*event);
-    keys.push_back(k.event_key("hold", *event, token));
     return impl_->call<Hold>(
-        redis_scripts::extend, keys, {k.prefix(), *event, token, ms(ttl), ms(max_lifetime)},
+        redis_scripts::extend, impl_->event_keys(*event), {k.prefix(), *event, token, ms(ttl), ms(max_lifetime)},
         [&](const Reader& r) {
             // {1, holder, zone, {seats}, expires_ms}
             return Hold{token, *event, r.text(1), r.text(2), r.texts(3), wall(r.integer(4))};
@@ -464,10 +469,8 @@ Result<Order> RedisBackend::cancel(const std::string& event, const std::string& 
                        "order " + order_id + " belongs to another holder than " + *holder);
     }
     const auto& k = impl_->keys;
-    auto keys = impl_->event_keys(event);
-    keys.push_back(k.event_key("order", event, order_id));
     return impl_->call<Order>(
-        redis_scripts::cancel, keys,
+        redis_scripts::cancel, impl_->event_keys(event),
         {k.prefix(), event, order_id, holder ? "1" : "0", holder.value_or("")},
         [&](const Reader& r) { return read_order(r, event); });
 }

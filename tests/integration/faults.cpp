@@ -51,11 +51,13 @@ Millis since(Clock::time_point t0) {
     return std::chrono::duration_cast<Millis>(Clock::now() - t0);
 }
 
-// How many EVALs (the NOSCRIPT fallback) the server ran, from INFO commandstats.
-long long eval_calls(seatlock::testing::RedisAdmin& admin) {
+// How many FUNCTION LOADs (the reload when the library is missing) the server ran, from
+// INFO commandstats.
+long long function_loads(seatlock::testing::RedisAdmin& admin) {
     const std::string info = admin.text({"INFO", "commandstats"});
-    const auto line = info.find("cmdstat_eval:calls=");
-    return line == std::string::npos ? 0 : std::stoll(info.substr(line + 19));
+    const std::string field = "cmdstat_function|load:calls=";
+    const auto line = info.find(field);
+    return line == std::string::npos ? 0 : std::stoll(info.substr(line + field.size()));
 }
 
 // One hold and its release: true when both worked.
@@ -67,7 +69,7 @@ bool hold_and_release(seatlock::SeatHoldStore<seatlock::RedisBackend>& store,
 
 }  // namespace
 
-TEST_CASE("SCRIPT FLUSH while calls run: every call keeps working") {
+TEST_CASE("FUNCTION FLUSH while calls run: every call keeps working") {
     seatlock::testing::RedisServer server;
     seatlock::testing::RedisAdmin admin(server.port());
     seatlock::RedisBackend backend(options_for(server));
@@ -92,17 +94,17 @@ TEST_CASE("SCRIPT FLUSH while calls run: every call keeps working") {
             }
         });
     }
-    const auto evals_before = eval_calls(admin);
+    const auto loads_before = function_loads(admin);
     for (int i = 0; i < 10; ++i) {
         std::this_thread::sleep_for(20ms);
-        admin.expect_ok({"SCRIPT", "FLUSH"});
+        admin.expect_ok({"FUNCTION", "FLUSH"});
     }
     std::this_thread::sleep_for(20ms);
     stop = true;
     for (auto& t : threads) t.join();
     CHECK(failed == 0);
     CHECK(ok > 20);
-    CHECK(eval_calls(admin) > evals_before);  // the fallback did run
+    CHECK(function_loads(admin) > loads_before);  // the reload did run
 }
 
 TEST_CASE("CLIENT KILL of the pool's connections: the next calls reconnect and work") {

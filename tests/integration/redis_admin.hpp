@@ -1,6 +1,6 @@
 // tests/integration/redis_admin.hpp: a plain hiredis connection with which a test looks
-// at, and interferes with, the server behind RedisBackend's back: MONITOR, key snapshots, SCRIPT
-// FLUSH, CLIENT KILL, DEBUG SLEEP, direct EVALs.
+// at, and interferes with, the server behind RedisBackend's back: MONITOR, key snapshots,
+// FUNCTION FLUSH, CLIENT KILL, DEBUG SLEEP, direct FCALLs.
 #pragma once
 
 #include <hiredis/hiredis.h>
@@ -125,7 +125,7 @@ private:
         for (;;) {
             auto line = monitor_.reply();
             const std::string text(line->str,
-                                   line->len);  // 1700000000.1 [0 127.0.0.1:5000] "EVALSHA" ...
+                                   line->len);  // 1700000000.1 [0 127.0.0.1:5000] "FCALL" ...
             if (text.find(marker) != std::string::npos) return commands;
             const auto source = text.find('[');
             if (text.compare(text.find(' ', source) + 1, 4, "lua]") == 0) continue;

@@ -64,8 +64,8 @@ struct World {
     }
 };
 
-const Commands one_evalsha{"evalsha"};
-const Commands evalsha_then_eval{"evalsha", "eval"};
+const Commands one_fcall{"fcall"};
+const Commands fcall_load_fcall{"fcall", "function", "fcall"};
 
 }  // namespace
 
@@ -77,21 +77,21 @@ TEST_CASE("holding three seats is one command") {
         REQUIRE(h);
         CHECK(h->seats.size() == 3);
     });
-    CHECK_MESSAGE(calls == one_evalsha, describe(calls));
+    CHECK_MESSAGE(calls == one_fcall, describe(calls));
 }
 
 TEST_CASE("confirming a hold is one command") {
     World w;
     auto h = w.store.hold("game1", "bob", seatlock::named_seats("lower", {"A-4", "A-5"})).value();
     const auto calls = w.commands_of([&] { REQUIRE(w.store.confirm(h.token, "order-b")); });
-    CHECK_MESSAGE(calls == one_evalsha, describe(calls));
+    CHECK_MESSAGE(calls == one_fcall, describe(calls));
 }
 
 TEST_CASE("releasing a hold is one command") {
     World w;
     auto h = w.store.hold("game1", "carol", seatlock::named_seats("lower", {"A-6"})).value();
     const auto calls = w.commands_of([&] { REQUIRE(w.store.release(h.token)); });
-    CHECK_MESSAGE(calls == one_evalsha, describe(calls));
+    CHECK_MESSAGE(calls == one_fcall, describe(calls));
 }
 
 TEST_CASE("locking three keys at once is one command, and so is unlocking them") {
@@ -102,38 +102,53 @@ TEST_CASE("locking three keys at once is one command, and so is unlocking them")
         REQUIRE(g);
         guard.emplace(std::move(*g));
     });
-    CHECK_MESSAGE(lock_calls == one_evalsha, describe(lock_calls));
+    CHECK_MESSAGE(lock_calls == one_fcall, describe(lock_calls));
     const auto unlock_calls = w.commands_of([&] {
         auto released = guard->unlock();
         REQUIRE(released);
         CHECK(*released);
     });
-    CHECK_MESSAGE(unlock_calls == one_evalsha, describe(unlock_calls));
+    CHECK_MESSAGE(unlock_calls == one_fcall, describe(unlock_calls));
 }
 
-TEST_CASE("after SCRIPT FLUSH one call costs EVALSHA plus EVAL, then one command again") {
+TEST_CASE("after FUNCTION FLUSH one call costs FCALL, FUNCTION LOAD, FCALL, then one command again") {
     World w;
-    w.admin.expect_ok({"SCRIPT", "FLUSH"});
+    w.admin.expect_ok({"FUNCTION", "FLUSH"});
     const auto reload = w.commands_of(
         [&] { REQUIRE(w.store.hold("game1", "dan", seatlock::named_seats("lower", {"A-7"}))); });
-    CHECK_MESSAGE(reload == evalsha_then_eval, describe(reload));
+    CHECK_MESSAGE(reload == fcall_load_fcall, describe(reload));
     const auto cached = w.commands_of(
         [&] { REQUIRE(w.store.hold("game1", "dan", seatlock::named_seats("lower", {"A-8"}))); });
-    CHECK_MESSAGE(cached == one_evalsha, describe(cached));
+    CHECK_MESSAGE(cached == one_fcall, describe(cached));
 }
 
-TEST_CASE("the keys are readable with redis-cli: lock, held, paid, hold, fence") {
+TEST_CASE("the keys are readable with redis-cli: event hash records, free set, paid, lock, fence") {
     World w;
     auto h = w.store.hold("game1", "erin", seatlock::named_seats("lower", {"A-9", "A-10"})).value();
-    CHECK(w.admin.text({"HGET", "seatlock:held:{game1}", "lower:A-9"}) == h.token);
-    CHECK(w.admin.text({"HGET", "seatlock:hold:{game1}:" + h.token, "holder"}) == "erin");
-    CHECK(w.admin.text({"HGET", "seatlock:hold:{game1}:" + h.token, "seats"}) == "A-9 A-10");
+    const auto starts = [](const std::string& text, const std::string& head) {
+        return text.rfind(head, 0) == 0;
+    };
+    const std::string event = "seatlock:event:{game1}";
+    const std::string record = w.admin.text({"HGET", event, "h:" + h.token});
+    CHECK_MESSAGE(starts(record, "held erin lower "), record);
+    // Then the slot-seat pairs in MessagePack, where strings stand as they are.
+    CHECK_MESSAGE(record.find("A-9") != std::string::npos, record);
+    CHECK_MESSAGE(record.find("A-10") != std::string::npos, record);
+    constexpr long long hold_unit = 1LL << 26;  // u:<holder> = held seats + 2^26 x holds
+    CHECK(w.admin.text({"HGET", event, "u:erin"}) == std::to_string(2 + hold_unit));
+    CHECK(w.admin.command({"ZSCORE", "seatlock:free:{game1}:lower", "A-9"})->type == REDIS_REPLY_NIL);
+    CHECK(w.admin.command({"ZSCORE", "seatlock:free:{game1}:lower", "A-8"})->type == REDIS_REPLY_STRING);
     CHECK(w.admin.command({"ZSCORE", "seatlock:deadlines:{game1}", h.token})->type ==
           REDIS_REPLY_STRING);
     w.store.confirm(h.token, "order-e").value();
     CHECK(w.admin.text({"HGET", "seatlock:paid:{game1}", "lower:A-10"}) == "order-e");
-    CHECK(w.admin.text({"HGET", "seatlock:order:{game1}:order-e", "holder"}) == "erin");
-    CHECK(w.admin.integer({"HEXISTS", "seatlock:held:{game1}", "lower:A-10"}) == 0);
+    CHECK_MESSAGE(starts(w.admin.text({"HGET", event, "h:" + h.token}), "c:order-e erin lower "),
+                  w.admin.text({"HGET", event, "h:" + h.token}));
+    CHECK(starts(w.admin.text({"HGET", event, "o:order-e"}), "erin lower " + h.token + " "));
+    CHECK(w.admin.integer({"HEXISTS", event, "u:erin"}) == 0);  // nothing held: no field
+    CHECK(w.admin.text({"HGET", event, "v:erin"}) == "2");
+    CHECK(w.admin.text({"HGET", event, "p:lower"}) == "3");  // with the fixture's warm-up order
+    CHECK(w.admin.command({"ZSCORE", "seatlock:deadlines:{game1}", h.token})->type == REDIS_REPLY_NIL);
 
     auto guard = w.locks.try_lock("game1:A-12").value();
     CHECK(w.admin.integer({"EXISTS", "seatlock:lock:{game1}:A-12"}) == 1);

@@ -1,4 +1,4 @@
-// The Lua scripts, called directly through hiredis with malformed arguments, answer with
+// The library's functions, called directly through hiredis with malformed arguments, answer with
 // an error and change nothing: not even the sweep of an overdue hold runs, because every
 // argument is checked before the first write.
 #include "redis_admin.hpp"
@@ -25,8 +25,7 @@ std::string key(const std::string& kind, const std::string& rest = "") {
     return "seatlock:" + kind + ":{game1}" + (rest.empty() ? "" : ":" + rest);
 }
 Args event_keys() {
-    return {key("event"),   key("held"),      key("paid"),
-            key("holders"), key("deadlines"), key("expired")};
+    return {key("event"), key("paid"), key("deadlines"), key("expired")};
 }
 Args plus(Args a, const Args& b) {
     a.insert(a.end(), b.begin(), b.end());
@@ -71,9 +70,9 @@ struct World {
         before = admin.snapshot();
     }
 
-    /// Runs `script` by EVAL and checks that the server refused it as malformed.
+    /// Runs `script` by FCALL and checks that the server refused it as malformed.
     void rejects(const Script& script, const Args& keys, const Args& args) {
-        Args command{"EVAL", std::string(script.body), std::to_string(keys.size())};
+        Args command{"FCALL", std::string(script.function), std::to_string(keys.size())};
         command = plus(plus(command, keys), args);
         auto reply = admin.command(command);
         const std::string message =
@@ -92,8 +91,7 @@ struct World {
 
 TEST_CASE("hold.lua rejects malformed arguments and changes nothing") {
     World w;
-    const Args keys = plus(event_keys(), {key("hold", token_a), key("zone", "lower"),
-                                          key("free", "lower"), key("seats", "lower")});
+    const Args keys = plus(event_keys(), {key("free", "lower"), key("seats", "lower")});
     const Args args{"seatlock", "game1", "alice", token_a, "lower", "seats",
                     "1",        "60000", "3",     "0",     "A-5"};
     for (const char* ttl : {"abc", "0", "-5", "1e3", "99999999999999999999", ""}) {
@@ -116,7 +114,7 @@ TEST_CASE("hold.lua rejects malformed arguments and changes nothing") {
     w.rejects(seatlock::redis_scripts::hold, keys, with(args, 0, "seat{lock}"));
     w.rejects(seatlock::redis_scripts::hold, keys, without_last(args));
     w.rejects(seatlock::redis_scripts::hold, keys, {});
-    w.rejects(seatlock::redis_scripts::hold, with(keys, 7, key("zone", "upper")), args);
+    w.rejects(seatlock::redis_scripts::hold, with(keys, 4, key("free", "upper")), args);
     w.rejects(seatlock::redis_scripts::hold, without_last(keys), args);
     const Args quantity{"seatlock", "game1", "alice", token_a, "bleachers",
                         "quantity", "2",     "60000", "3",     "0"};
@@ -127,20 +125,21 @@ TEST_CASE("hold.lua rejects malformed arguments and changes nothing") {
 
 TEST_CASE("confirm.lua rejects malformed arguments and changes nothing") {
     World w;
-    const Args keys = plus(event_keys(), {key("hold", token_a), key("order", "order-9")});
+    const Args keys = event_keys();
     const Args args{"seatlock", "game1", token_a, "order-9", "0", "3"};
     w.rejects(seatlock::redis_scripts::confirm, keys, with(args, 3, "order 9"));
     w.rejects(seatlock::redis_scripts::confirm, keys, with(args, 4, "yes"));
     w.rejects(seatlock::redis_scripts::confirm, keys, with(args, 5, "many"));
     w.rejects(seatlock::redis_scripts::confirm, keys, with(args, 2, "nonsense"));
     w.rejects(seatlock::redis_scripts::confirm, keys, plus(args, {"more"}));
-    w.rejects(seatlock::redis_scripts::confirm, with(keys, 7, key("order", "order-8")), args);
+    w.rejects(seatlock::redis_scripts::confirm, plus(keys, {key("order", "order-8")}), args);
+    w.rejects(seatlock::redis_scripts::confirm, with(keys, 1, key("held")), args);
     CHECK(w.unchanged());
 }
 
 TEST_CASE("release.lua and extend.lua reject malformed arguments and change nothing") {
     World w;
-    const Args keys = plus(event_keys(), {key("hold", token_a)});
+    const Args keys = event_keys();
     w.rejects(seatlock::redis_scripts::release, keys, {"seatlock", "game1", token_a, "extra"});
     w.rejects(seatlock::redis_scripts::release, keys, {"seatlock", "game 1", token_a});
     w.rejects(seatlock::redis_scripts::release, keys, {"seatlock", "game1", "game1.xyz"});
@@ -154,7 +153,7 @@ TEST_CASE("release.lua and extend.lua reject malformed arguments and change noth
 
 TEST_CASE("cancel.lua, seats.lua, expired.lua and ack_expired.lua reject malformed arguments") {
     World w;
-    const Args cancel_keys = plus(event_keys(), {key("order", "order-1")});
+    const Args cancel_keys = event_keys();
     w.rejects(seatlock::redis_scripts::cancel, cancel_keys,
               {"seatlock", "game1", "order-1", "1", ""});
     w.rejects(seatlock::redis_scripts::cancel, cancel_keys,
@@ -173,8 +172,7 @@ TEST_CASE("cancel.lua, seats.lua, expired.lua and ack_expired.lua reject malform
 
 TEST_CASE("event_create.lua and events.lua reject malformed arguments and change nothing") {
     World w;
-    const Args keys{"seatlock:event:{game5}", "seatlock:zone:{game5}:z", "seatlock:free:{game5}:z",
-                    "seatlock:seats:{game5}:z"};
+    const Args keys{"seatlock:event:{game5}", "seatlock:free:{game5}:z", "seatlock:seats:{game5}:z"};
     const Args named{"seatlock", "game5", "Game", "1", "z", "named", "2", "S-1", "R", "S-2", "R"};
     w.rejects(seatlock::redis_scripts::event_create, keys, with(named, 3, "2"));    // zone count
     w.rejects(seatlock::redis_scripts::event_create, keys, with(named, 5, "vip"));  // kind
@@ -191,8 +189,7 @@ TEST_CASE("event_create.lua and events.lua reject malformed arguments and change
         "seatlock",          "game5", "Game", "2", "z", "general_admission", "5", "z",
         "general_admission", "5"};
     w.rejects(seatlock::redis_scripts::event_create,
-              plus(keys, {"seatlock:zone:{game5}:z", "seatlock:free:{game5}:z",
-                          "seatlock:seats:{game5}:z"}),
+              plus(keys, {"seatlock:free:{game5}:z", "seatlock:seats:{game5}:z"}),
               two_zones);
     w.rejects(seatlock::redis_scripts::events, {"seatlock:other"}, {"seatlock"});
     CHECK(w.unchanged());
@@ -225,8 +222,8 @@ TEST_CASE("the lock scripts reject malformed arguments and change nothing") {
 TEST_CASE("well-formed calls through the same path do change state (the harness can see it)") {
     World w;
     auto reply = w.admin.command(
-        plus({"EVAL", std::string(seatlock::redis_scripts::release.body), "7"},
-             plus(plus(event_keys(), {key("hold", token_a)}), {"seatlock", "game1", token_a})));
+        plus({"FCALL", std::string(seatlock::redis_scripts::release.function), "4"},
+             plus(event_keys(), {"seatlock", "game1", token_a})));
     REQUIRE(reply->type ==
             REDIS_REPLY_ARRAY);  // a refusal (unknown hold), yet the overdue hold was swept
     CHECK_FALSE(w.unchanged());

@@ -1,24 +1,39 @@
 -- ack_expired.lua: acknowledges expired holds of one event: never reported again, and
--- their records are forgotten a day later (HoldTable::ack).
+-- their records are forgotten an hour later (HoldTable::ack) by a timer f:<token>.
 -- KEYS: the event keys
 -- ARGV: prefix, event, token...
 -- Returns {1, acknowledged}
-local prefix, event = arg_prefix(1), arg_id(2, 'event')
+local prefix = arg_prefix(1)
+arg_ids(2, 2, 'event id')
+local event = ARGV[2]
 if #ARGV < 3 then malformed('no token to acknowledge') end
 local tokens = {}
 for i = 3, #ARGV do tokens[#tokens + 1] = arg_token(i, event) end
 local K = event_keys(prefix, event)
 check_keys(K)
 
-local acknowledged = 0
+local now = now_ms()
+local acknowledged, fields = {}, {}
 for _, token in ipairs(tokens) do
   if redis.call('ZREM', K.expired, token) == 1 then
-    local hold_key = K:hold(token) -- derived: that hold's record
-    -- A hold confirmed late is kept with its order.
-    if redis.call('HGET', hold_key, 'status') == 'expired' then
-      redis.call('PEXPIRE', hold_key, HOLD_MEMORY_MS)
-    end
-    acknowledged = acknowledged + 1
+    acknowledged[#acknowledged + 1] = token
+    fields[#fields + 1] = 'h:' .. token
   end
 end
-return {1, acknowledged}
+if #acknowledged == 0 then return {1, 0} end
+local records = chunked('HMGET', K.event, fields)
+local forget_at = now + HOLD_MEMORY_MS
+local timers = {}
+for i, token in ipairs(acknowledged) do
+  -- A hold confirmed late is kept with its order.
+  if records[i] and string.sub(records[i], 1, 8) == 'expired ' then
+    timers[#timers + 1] = forget_at
+    timers[#timers + 1] = 'f:' .. token
+  end
+end
+if #timers > 0 then
+  chunked('ZADD', K.deadlines, timers)
+  local due = redis.call('HGET', K.event, 'due')
+  if not due or forget_at < due + 0 then redis.call('HSET', K.event, 'due', forget_at) end
+end
+return {1, #acknowledged}

@@ -1,35 +1,55 @@
 -- cancel.lua: paid -> free (HoldTable::cancel), optionally only for the order's holder.
 -- Cancelling a cancelled order returns it again.
--- KEYS: the event keys, then order:<order>
+-- KEYS: the event keys
 -- ARGV: prefix, event, order, check_holder (0|1), holder (empty unless checked)
 -- Returns {1, order, holder, zone, {seats}, token, paid_at_ms, cancelled} or a refusal.
 arg_count(5, 'cancel')
-local prefix, event = arg_prefix(1), arg_id(2, 'event')
-local order = arg_id(3, 'order')
+local prefix = arg_prefix(1)
+arg_ids(2, 3, 'event id,order id')
+local event, order = ARGV[2], ARGV[3]
 local check_holder = arg_flag(4, 'holder check flag')
-local holder = check_holder and arg_id(5, 'holder') or nil
-if not check_holder and ARGV[5] ~= '' then malformed('holder given without the holder check (ARGV[5])') end
+local holder = nil
+if check_holder then
+  arg_ids(5, 5, 'holder id')
+  holder = ARGV[5]
+elseif ARGV[5] ~= '' then
+  malformed('holder given without the holder check (ARGV[5])')
+end
 local K = event_keys(prefix, event)
-local order_key = K:order(order)
-check_keys(K, {order_key})
+check_keys(K)
 
 local now = now_ms()
-if redis.call('EXISTS', K.event) == 0 then
-  return refuse('unknown_event', 'no event ' .. event, {event})
-end
-sweep(K, now)
+local order_field = 'o:' .. order
+local ev = redis.call('HMGET', K.event, 'id', 'due', order_field)
+if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
+if sweep(K, now, ev[2]) then ev = redis.call('HMGET', K.event, 'id', 'due', order_field) end
 
-local o = redis.call('HMGET', order_key, unpack(ORDER_FIELDS))
-if not o[1] then
+if not ev[3] then
   return refuse('unknown_order', 'no order ' .. order .. ' in event ' .. event)
 end
-if holder and holder ~= o[1] then
+local o = order_of(ev[3])
+if holder and holder ~= o.holder then
   return refuse('not_owner', 'order ' .. order .. ' belongs to another holder than ' .. holder)
 end
-if o[7] == '1' then return order_reply(order, o) end
-local seats = split(o[3])
-free_seats(K, o[2], seats, split(o[4]), order, 'paid')
-counts_add(K, o[1], {paid = -#seats})
-redis.call('HSET', order_key, 'cancelled', 1)
-o[7] = '1'
+if o.cancelled then return order_reply(order, o) end
+-- Frees the order's seats that are still paid by it.
+local fields = {}
+for i = 2, #o.flat, 2 do fields[#fields + 1] = o.zone .. ':' .. o.flat[i] end
+local owners = chunked('HMGET', K.paid, fields)
+local mine, freed = {}, {}
+for i, field in ipairs(fields) do
+  if owners[i] == order then
+    mine[#mine + 1] = field
+    freed[#freed + 1] = o.flat[2 * i - 1]
+    freed[#freed + 1] = o.flat[2 * i]
+  end
+end
+if #mine > 0 then
+  chunked('HDEL', K.paid, mine)
+  chunked('ZADD', K:free(o.zone), freed) -- derived: the order's zone
+  redis.call('HINCRBY', K.event, 'p:' .. o.zone, -#mine)
+end
+count_paid(K, 'v:' .. o.holder, -#fields)
+o.cancelled = true
+redis.call('HSET', K.event, order_field, order_text(o))
 return order_reply(order, o)

@@ -14,8 +14,28 @@
 -- * Time is the server's (TIME): client clocks never decide expiry. Redis 7 replicates
 --   a script's effects, not the script, so TIME is allowed before writes.
 -- * KEYS carries every key the caller can name. Keys that only the stored data names
---   (the zone of a hold being expired, another hold's record) are derived from the
---   prefix and event; they carry the same {event} hash tag, hence the same Cluster slot.
+--   (the free set of the zone of a hold being expired) are derived from the prefix and
+--   event; they carry the same {event} hash tag, hence the same Cluster slot.
+-- * Few commands per call: Redis spends more time entering a command from Lua than
+--   running these small ones. So an event's records are fields of ONE hash, read
+--   together by one HMGET and written together by one HSET:
+--     id, spec            the event (spec: the canonical inventory, JSON)
+--     z:<zone>            "<kind> <capacity> <rows>" (rows: 1 when seats name rows)
+--     n:<zone>            general admission: the first place never taken yet
+--     p:<zone>            paid seats of the zone
+--     u:<holder>          the holder's held seats + 2^26 x its active holds (HOLD_UNIT)
+--     v:<holder>          the holder's paid seats (u and v: no field while 0)
+--     h:<token>           a hold: "<status> <holder> <zone> <created> <expires> <pairs>",
+--                         status held, expired or c:<order> (confirmed)
+--     o:<order>           an order: "<holder> <zone> <token> <paid_at> <cancelled> <pairs>"
+--     due                 no later than the earliest timer (absent: no timer)
+--   Ids never contain spaces (arg_ids), so records split on spaces; <pairs> is the seats'
+--   slot-seat pairs, the arguments ZADD takes to put them back in the free set, as
+--   MessagePack (cmsgpack).
+-- * Lua pays for every call into C (string functions, tonumber, ipairs) and every string
+--   it makes, and each redis.call costs about as much as a dozen of those: the hot
+--   functions (hold, release) check their arguments with one pattern search, build each
+--   record with one string.format and run six commands each.
 
 local MAX_ID = 128
 local MAX_PLACES = 1000000
@@ -27,22 +47,47 @@ local function malformed(what)
   error({err = 'ERR seatlock: malformed argument: ' .. what})
 end
 
-local function is_id(v)
-  return type(v) == 'string' and #v >= 1 and #v <= MAX_ID and
-    string.find(v, '^[A-Za-z0-9%._@%+%-]+$') ~= nil
+local function split(s)
+  local out = {}
+  for word in string.gmatch(s or '', '%S+') do out[#out + 1] = word end
+  return out
 end
 
-local function arg_id(i, what)
-  if not is_id(ARGV[i]) then malformed(what .. ' id (ARGV[' .. i .. '])') end
-  return ARGV[i]
+-- Checks that ARGV[from..to] are ids: 1 to 128 characters of A-Z a-z 0-9 . _ @ + -. The
+-- lengths one by one, the characters in one pattern search over their concatenation. `names`
+-- (comma-separated) names them for the error; its last name stands for every argument
+-- after the others (the seats of a hold).
+local function arg_ids(from, to, names)
+  local bad
+  for i = from, to do
+    local v = ARGV[i]
+    if not v or #v == 0 or #v > MAX_ID then
+      bad = i
+      break
+    end
+  end
+  -- Anchored, the class is parsed once, not at every position.
+  if not bad and not string.find(table.concat(ARGV, '', from, to), '^[%w%._@%+%-]*$') then
+    for i = from, to do
+      if not string.find(ARGV[i], '^[%w%._@%+%-]*$') then
+        bad = i
+        break
+      end
+    end
+  end
+  if bad then
+    local list = {}
+    for name in string.gmatch(names, '[^,]+') do list[#list + 1] = name end
+    malformed((list[bad - from + 1] or list[#list]) .. ' (ARGV[' .. bad .. '])')
+  end
 end
 
+-- ARGV[i] as an integer in [min, max], written in decimal digits only.
 local function arg_int(i, what, min, max)
   local v = ARGV[i]
-  if type(v) ~= 'string' or #v > 17 or not string.find(v, '^%-?%d+$') then
-    malformed(what .. ' is not an integer (ARGV[' .. i .. '])')
-  end
-  local n = tonumber(v)
+  if v == '0' and min == 0 then return 0 end
+  local n = v and #v <= 17 and string.find(v, '^%d+$') and tonumber(v)
+  if not n then malformed(what .. ' is not an integer (ARGV[' .. i .. '])') end
   if n < min or n > max then
     malformed(what .. ' out of range [' .. min .. ', ' .. max .. '] (ARGV[' .. i .. '])')
   end
@@ -50,7 +95,9 @@ local function arg_int(i, what, min, max)
 end
 
 local function arg_flag(i, what)
-  return arg_int(i, what, 0, 1) == 1
+  local v = ARGV[i]
+  if v ~= '0' and v ~= '1' then malformed(what .. ' is not 0 or 1 (ARGV[' .. i .. '])') end
+  return v == '1'
 end
 
 local function arg_count(n, what)
@@ -60,68 +107,57 @@ end
 -- A key prefix: printable, no space, no braces (braces would change the hash tag).
 local function arg_prefix(i)
   local v = ARGV[i]
-  if type(v) ~= 'string' or #v < 1 or #v > 128 or not string.find(v, '^[!-z|~]+$') then
+  if not v or #v < 1 or #v > 128 or not string.find(v, '^[!-z|~]+$') then
     malformed('key prefix (ARGV[' .. i .. '])')
   end
   return v
 end
 
--- A hold token of `event`: "<event>.<32 lowercase hex digits>".
-local function is_token(v, event)
-  return type(v) == 'string' and #v == #event + 33 and string.sub(v, 1, #event + 1) == event .. '.' and
-    string.find(v, '^[0-9a-f]+$', #event + 2) ~= nil
-end
-
+-- Checks that ARGV[i] is a hold token of `event`: "<event>.<32 lowercase hex digits>".
 local function arg_token(i, event)
-  if not is_token(ARGV[i], event) then malformed('hold token of event ' .. event .. ' (ARGV[' .. i .. '])') end
-  return ARGV[i]
+  local v = ARGV[i]
+  if not v or #v ~= #event + 33 or string.sub(v, 1, #event + 1) ~= event .. '.' or
+      not string.find(v, '^[0-9a-f]*$', #event + 2) then
+    malformed('hold token of event ' .. event .. ' (ARGV[' .. i .. '])')
+  end
+  return v
 end
 
+-- The server's time in ms (TIME answers seconds and microseconds, as strings).
 local function now_ms()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local us = t[2] + 0
+  return t[1] * 1000 + (us - us % 1000) / 1000
 end
 
--- The keys of one event; names must match src/redis/key_layout.hpp. Built once per call
--- without per-call closures: the per-name keys are methods of KEY_METHODS (K:hold(token)).
-local KEY_METHODS = {}
-KEY_METHODS.__index = KEY_METHODS
-function KEY_METHODS.hold(K, token) return K.prefix .. ':hold' .. K.tag .. ':' .. token end
-function KEY_METHODS.order(K, id) return K.prefix .. ':order' .. K.tag .. ':' .. id end
-function KEY_METHODS.zone(K, zone) return K.prefix .. ':zone' .. K.tag .. ':' .. zone end
-function KEY_METHODS.free(K, zone) return K.prefix .. ':free' .. K.tag .. ':' .. zone end
-function KEY_METHODS.seats(K, zone) return K.prefix .. ':seats' .. K.tag .. ':' .. zone end
+-- The keys of one event; names must match src/redis/key_layout.hpp. The per-zone keys
+-- are methods (K:free(zone)).
+local function free_key(K, zone) return K.prefix .. ':free' .. K.tag .. ':' .. zone end
+
+local function seats_key(K, zone) return K.prefix .. ':seats' .. K.tag .. ':' .. zone end
 
 local function event_keys(prefix, event)
   local tag = ':{' .. event .. '}'
-  return setmetatable({
-    prefix = prefix, tag = tag,
-    event = prefix .. ':event' .. tag, held = prefix .. ':held' .. tag,
-    paid = prefix .. ':paid' .. tag, holders = prefix .. ':holders' .. tag,
+  return {
+    prefix = prefix, tag = tag, event = prefix .. ':event' .. tag, paid = prefix .. ':paid' .. tag,
     deadlines = prefix .. ':deadlines' .. tag, expired = prefix .. ':expired' .. tag,
-  }, KEY_METHODS)
+    free = free_key, seats = seats_key,
+  }
 end
 
 -- Checks that KEYS are exactly the keys the script will touch: the event-level keys every
--- hold script receives first (event, held, paid, holders, deadlines, expired), then `extra`.
-local function check_keys(K, extra)
-  local n = extra and #extra or 0
-  if #KEYS ~= 6 + n then malformed('expected ' .. (6 + n) .. ' KEYS, got ' .. #KEYS) end
-  if KEYS[1] ~= K.event or KEYS[2] ~= K.held or KEYS[3] ~= K.paid or KEYS[4] ~= K.holders or
-      KEYS[5] ~= K.deadlines or KEYS[6] ~= K.expired then
-    for i, name in ipairs({'event', 'held', 'paid', 'holders', 'deadlines', 'expired'}) do
-      if KEYS[i] ~= K[name] then malformed('KEYS[' .. i .. '] should be ' .. K[name]) end
+-- hold script receives first (event, paid, deadlines, expired), then `free` and `seats`
+-- (those of the zone a hold asks for) when given.
+local function check_keys(K, free, seats)
+  local n = free and 6 or 4
+  if #KEYS ~= n then malformed('expected ' .. n .. ' KEYS, got ' .. #KEYS) end
+  if KEYS[1] ~= K.event or KEYS[2] ~= K.paid or KEYS[3] ~= K.deadlines or KEYS[4] ~= K.expired or
+      KEYS[5] ~= free or KEYS[6] ~= seats then
+    local expected = {K.event, K.paid, K.deadlines, K.expired, free, seats}
+    for i = 1, n do
+      if KEYS[i] ~= expected[i] then malformed('KEYS[' .. i .. '] should be ' .. expected[i]) end
     end
   end
-  for i = 1, n do
-    if KEYS[6 + i] ~= extra[i] then malformed('KEYS[' .. (6 + i) .. '] should be ' .. extra[i]) end
-  end
-end
-
-local function split(s)
-  local out = {}
-  for word in string.gmatch(s or '', '%S+') do out[#out + 1] = word end
-  return out
 end
 
 local function join(items)
@@ -148,124 +184,167 @@ local function chunked(command, key, members)
   return out
 end
 
--- Points the field "zone:seat" of `hash` (held or paid) at `owner` for every seat, in one
--- HSET per thousand seats.
-local function mark_seats(hash, zone, seats, owner)
-  local fields = {}
-  for _, seat in ipairs(seats) do
-    fields[#fields + 1] = zone .. ':' .. seat
-    fields[#fields + 1] = owner
+-- A zone's record (field z:<zone>): kind, capacity, whether its seats name rows.
+local function zone_of(text)
+  local kind, capacity, rows = string.match(text, '^(%S+) (%d+) ([01])$')
+  return kind, tonumber(capacity), rows == '1'
+end
+
+-- Seat lists are stored as MessagePack: the slot-seat pairs ZADD takes, back out with one
+-- cmsgpack.unpack (splitting text costs Lua a call per word).
+local function pack_pairs(flat)
+  if #flat <= 1000 then return cmsgpack.pack(unpack(flat)) end
+  local parts = {}
+  for i = 1, #flat, 1000 do parts[#parts + 1] = cmsgpack.pack(unpack(flat, i, math.min(i + 999, #flat))) end
+  return table.concat(parts)
+end
+
+local function unpack_pairs(blob)
+  -- Every value takes 2 bytes or more: below 8,000 bytes they all fit the Lua C stack.
+  if #blob < 8000 then return {cmsgpack.unpack(blob)} end
+  local flat, offset = {}, 0
+  while offset >= 0 do
+    local part = {cmsgpack.unpack_limit(blob, 1000, offset)}
+    for i = 2, #part do flat[#flat + 1] = part[i] end
+    offset = part[1]
   end
-  chunked('HSET', hash, fields)
+  return flat
 end
 
--- A holder's counters, read in one HMGET: {held = n, paid = n, holds = n}.
-local function counts_of(K, holder)
-  local c = redis.call('HMGET', K.holders, holder .. ':held', holder .. ':paid', holder .. ':holds')
-  return {held = tonumber(c[1] or '0'), paid = tonumber(c[2] or '0'), holds = tonumber(c[3] or '0')}
+-- The seats of a slot-seat pair list, in order.
+local function seats_of(flat)
+  local seats = {}
+  for i = 2, #flat, 2 do seats[#seats + 1] = flat[i] end
+  return seats
 end
 
--- Adds `d` to one counter (`what` of `holder`, now `v`) for counts_add(): the field goes to
--- `set` with its new value, or to `gone` when back at zero; d = nil or 0 changes nothing.
-local function count_to(set, gone, holder, what, v, d)
-  if not d or d == 0 then return end
-  if v + d == 0 then
-    gone[#gone + 1] = holder .. what
-  else
-    set[#set + 1] = holder .. what
-    set[#set + 1] = v + d
+-- A hold's record (field h:<token>): {status, holder, zone, created, expires, flat, order}
+-- where flat is the slot-seat pair list and status is held, expired or confirmed.
+local function hold_of(text)
+  local status, holder, zone, created, expires, blob =
+    string.match(text, '^(%S+) (%S+) (%S+) (%d+) (%d+) (.*)$')
+  local h = {status = status, holder = holder, zone = zone, created = tonumber(created),
+    expires = tonumber(expires), flat = unpack_pairs(blob)}
+  if string.sub(status, 1, 2) == 'c:' then h.status, h.order = 'confirmed', string.sub(status, 3) end
+  return h
+end
+
+local function hold_text(h)
+  local status = h.status == 'confirmed' and 'c:' .. h.order or h.status
+  return string.format('%s %s %s %d %d ', status, h.holder, h.zone, h.created, h.expires) ..
+    pack_pairs(h.flat)
+end
+
+-- An order's record (field o:<order>).
+local function order_of(text)
+  local holder, zone, token, paid_at, cancelled, blob =
+    string.match(text, '^(%S+) (%S+) (%S+) (%d+) ([01]) (.*)$')
+  return {holder = holder, zone = zone, token = token, paid_at = tonumber(paid_at),
+    cancelled = cancelled == '1', flat = unpack_pairs(blob)}
+end
+
+local function order_text(o)
+  return string.format('%s %s %s %d %s ', o.holder, o.zone, o.token, o.paid_at,
+    o.cancelled and '1' or '0') .. pack_pairs(o.flat)
+end
+
+local function order_reply(id, o)
+  return {1, id, o.holder, o.zone, seats_of(o.flat), o.token, o.paid_at, o.cancelled and 1 or 0}
+end
+
+-- A holder's counters: field u:<holder> = held seats + HOLD_UNIT * active holds, so that
+-- one HINCRBY moves both and answers whether anything is left; field v:<holder> = paid
+-- seats. Neither field exists at 0.
+local HOLD_UNIT = 67108864 -- 2^26: a holder holds fewer seats than this in one event
+
+local function counts_of(u, v)
+  u = u and u + 0 or 0
+  local held = u % HOLD_UNIT
+  return held, v and v + 0 or 0, (u - held) / HOLD_UNIT
+end
+
+-- Adds `held` seats and `holds` holds to a holder's counter u:<holder>; deletes the field
+-- once it is back at 0.
+local function count_holds(K, field, held, holds)
+  if redis.call('HINCRBY', K.event, field, held + HOLD_UNIT * holds) == 0 then
+    redis.call('HDEL', K.event, field)
   end
 end
 
--- Adds `delta` ({held = n, paid = n, holds = n}, missing = 0) to a holder's counters, whose
--- current values are `counts` (read when nil). One HSET for the counters still above zero,
--- one HDEL for those back at zero: a holder with nothing leaves no field behind.
-local function counts_add(K, holder, delta, counts)
-  counts = counts or counts_of(K, holder)
-  local set, gone = {}, {}
-  count_to(set, gone, holder, ':held', counts.held, delta.held)
-  count_to(set, gone, holder, ':paid', counts.paid, delta.paid)
-  count_to(set, gone, holder, ':holds', counts.holds, delta.holds)
-  if #set > 0 then redis.call('HSET', K.holders, unpack(set)) end
-  if #gone > 0 then redis.call('HDEL', K.holders, unpack(gone)) end
+-- Adds `paid` seats to a holder's counter v:<holder>; deletes the field once it is back at 0.
+local function count_paid(K, field, paid)
+  if redis.call('HINCRBY', K.event, field, paid) == 0 then redis.call('HDEL', K.event, field) end
 end
 
--- Frees the seats of one zone that `owner` still has in `state` ('held' or 'paid').
--- Returns how many it freed.
-local function free_seats(K, zone, seats, slots, owner, state)
-  local hash = state == 'held' and K.held or K.paid
-  local fields = {}
-  for i, seat in ipairs(seats) do fields[i] = zone .. ':' .. seat end
-  local owners = chunked('HMGET', hash, fields)
-  local mine, freed = {}, {}
-  for i, field in ipairs(fields) do
-    if owners[i] == owner then
-      mine[#mine + 1] = field
-      freed[#freed + 1] = slots[i]
-      freed[#freed + 1] = seats[i]
-    end
-  end
-  if #mine > 0 then
-    chunked('HDEL', hash, mine)
-    -- Derived keys of the hold's zone (same {event} slot).
-    chunked('ZADD', K:free(zone), freed)
-    redis.call('HINCRBY', K:zone(zone), state, -#mine)
-  end
-  return #mine
+-- Expires one active hold (sweep): its seats are free, its holder's counters drop, its
+-- record says expired and its expiry is queued for expired().
+local function expire_hold(K, token, now)
+  local field = 'h:' .. token
+  local text = redis.call('HGET', K.event, field)
+  if not text then return end
+  local h = hold_of(text)
+  if h.status ~= 'held' then return end
+  chunked('ZADD', K:free(h.zone), h.flat)
+  count_holds(K, 'u:' .. h.holder, -#h.flat / 2, -1)
+  h.status = 'expired'
+  redis.call('HSET', K.event, field, hold_text(h))
+  redis.call('ZADD', K.expired, now, token)
 end
 
--- Expires every active hold whose deadline has passed: its seats are free at once and
--- its expiry is queued for expired(). Runs first in every operation on the event; when
--- nothing is due it costs one ZRANGEBYSCORE.
-local function sweep(K, now)
+-- Runs the event's timers that are due (the sorted set "deadlines"): a member <token> is
+-- an active hold's deadline (expire_hold), a member f:<token> the time to forget an
+-- expired hold whose expiry was acknowledged. `due` is the event's "due" field, no later
+-- than any timer: while it lies ahead, which is nearly always, the sweep costs nothing.
+-- Afterwards "due" is the earliest timer left. Returns true when timers were due: the
+-- caller reads again what it read of the event hash.
+local function sweep(K, now, due)
+  if not due or due + 0 > now then return false end
   while true do
-    local due = redis.call('ZRANGEBYSCORE', K.deadlines, '-inf', now, 'LIMIT', '0', '500')
-    if #due == 0 then return end
-    for _, token in ipairs(due) do
-      local hold = K:hold(token) -- derived: another hold of this event
-      local h = redis.call('HMGET', hold, 'holder', 'zone', 'seats', 'slots')
-      if h[1] then
-        local seats = split(h[3])
-        free_seats(K, h[2], seats, split(h[4]), token, 'held')
-        counts_add(K, h[1], {held = -#seats, holds = -1})
-        redis.call('HSET', hold, 'status', 'expired')
-        redis.call('ZADD', K.expired, now, token)
+    local entries = redis.call('ZRANGEBYSCORE', K.deadlines, '-inf', now, 'LIMIT', 0, 500)
+    if #entries == 0 then break end
+    for _, entry in ipairs(entries) do
+      if string.sub(entry, 1, 2) == 'f:' then
+        local field = 'h:' .. string.sub(entry, 3)
+        local text = redis.call('HGET', K.event, field)
+        -- A hold confirmed late is kept with its order.
+        if text and string.sub(text, 1, 8) == 'expired ' then redis.call('HDEL', K.event, field) end
+      else
+        expire_hold(K, entry, now)
       end
     end
-    chunked('ZREM', K.deadlines, due)
+    chunked('ZREM', K.deadlines, entries)
   end
+  local first = redis.call('ZRANGE', K.deadlines, 0, 0, 'WITHSCORES')
+  if first[2] then
+    redis.call('HSET', K.event, 'due', first[2])
+  else
+    redis.call('HDEL', K.event, 'due')
+  end
+  return true
 end
 
 -- The refusal for a call that needs an active hold.
-local function inactive(token, status, order, seats)
-  if status == 'expired' then
-    return refuse('hold_expired', 'hold ' .. token .. ' expired', seats)
-  elseif status == 'confirmed' then
-    return refuse('hold_not_active', 'hold ' .. token .. ' was confirmed as order ' .. order)
+local function inactive(token, h)
+  if h.status == 'expired' then
+    return refuse('hold_expired', 'hold ' .. token .. ' expired', seats_of(h.flat))
+  elseif h.status == 'confirmed' then
+    return refuse('hold_not_active', 'hold ' .. token .. ' was confirmed as order ' .. h.order)
   end
   return refuse('hold_not_active', 'hold ' .. token .. ' is not active')
 end
 
--- The holder limits, in the order of HoldTable::check_limits. Returns the refusal (or
--- nil) and the holder's counters, for counts_add().
-local function check_limits(K, event, holder, n, max_seats, one_active)
-  local counts = counts_of(K, holder)
-  if one_active and counts.holds > 0 then
+-- The holder limits, in the order of HoldTable::check_limits, on the holder's counters:
+-- the refusal, or nil.
+local function check_limits(event, holder, held, paid, holds, n, max_seats, one_active)
+  if one_active and holds > 0 then
     return refuse('active_hold_exists',
-      'holder ' .. holder .. ' already has an active hold in event ' .. event), counts
+      'holder ' .. holder .. ' already has an active hold in event ' .. event)
   end
-  local has = counts.held + counts.paid
+  local has = held + paid
   if max_seats > 0 and has + n > max_seats then
     return refuse('limit_exceeded',
       'holder ' .. holder .. ' has ' .. has .. ' seats in event ' .. event .. ' and asked for ' ..
-      n .. ' more; the limit is ' .. max_seats, {}, max_seats, has), counts
+      n .. ' more; the limit is ' .. max_seats, {}, max_seats, has)
   end
-  return nil, counts
+  return nil
 end
-
-local function order_reply(id, o)
-  return {1, id, o[1], o[2], split(o[3]), o[5], tonumber(o[6]), tonumber(o[7])}
-end
-
--- The fields order_reply() reads, for HMGET.
-local ORDER_FIELDS = {'holder', 'zone', 'seats', 'slots', 'token', 'paid_at', 'cancelled'}

@@ -1,11 +1,13 @@
 -- event_create.lua: stores an event's inventory (HoldTable::create_event). The same spec
 -- again succeeds; another spec under the same id is refused.
--- KEYS: event:{e}, then for each zone: zone:<zone>, free:<zone>, seats:<zone>
+-- KEYS: event:{e}, then for each zone: free:<zone>, seats:<zone>
 -- ARGV: prefix, event, name, zone count, then for each zone:
 --       id, kind (named|general_admission), n (seats or capacity),
 --       and for named zones n pairs of seat id, row ('' when the zone has no rows)
 -- Returns {1, spec_json}: the canonical spec, for the events index.
-local prefix, event = arg_prefix(1), arg_id(2, 'event')
+local prefix = arg_prefix(1)
+arg_ids(2, 2, 'event id')
+local event = ARGV[2]
 local name = ARGV[3]
 if type(name) ~= 'string' or #name > 256 then malformed('event name (ARGV[3])') end
 local zone_count = arg_int(4, 'zone count', 1, 10000)
@@ -15,7 +17,8 @@ local K = event_keys(prefix, event)
 local zones, expected_keys, seen_zones = {}, {K.event}, {}
 local i = 5
 for _ = 1, zone_count do
-  local id = arg_id(i, 'zone')
+  arg_ids(i, i, 'zone id')
+  local id = ARGV[i]
   if seen_zones[id] then malformed('zone ' .. id .. ' defined twice') end
   seen_zones[id] = true
   local kind = ARGV[i + 1]
@@ -27,8 +30,9 @@ for _ = 1, zone_count do
   elseif kind == 'named' then
     local ids, rows, seen = zone[4], zone[5], {}
     for _ = 1, n do
-      local seat, row = arg_id(i, 'seat'), ARGV[i + 1]
-      if row ~= '' then row = arg_id(i + 1, 'row') end
+      arg_ids(i, i, 'seat id')
+      local seat, row = ARGV[i], ARGV[i + 1]
+      if row ~= '' then arg_ids(i + 1, i + 1, 'row id') end
       if seen[seat] then malformed('seat ' .. seat .. ' defined twice in zone ' .. id) end
       seen[seat] = true
       ids[#ids + 1] = seat
@@ -39,7 +43,6 @@ for _ = 1, zone_count do
     malformed('zone kind (ARGV[' .. (i - 2) .. '])')
   end
   zones[#zones + 1] = zone
-  expected_keys[#expected_keys + 1] = K:zone(id)
   expected_keys[#expected_keys + 1] = K:free(id)
   expected_keys[#expected_keys + 1] = K:seats(id)
 end
@@ -57,27 +60,33 @@ if existing then
   return refuse('event_exists', 'event ' .. event .. ' already exists with another inventory')
 end
 
+-- Each zone's record is a field of the event hash (common.lua); the seat index and the
+-- free set are keys of their own.
+local fields = {'id', event, 'spec', spec}
 for _, zone in ipairs(zones) do
   local id, kind = zone[1], zone[2]
+  fields[#fields + 1] = 'z:' .. id
   if kind == 'general_admission' then
     -- Places are numbered 1..capacity; those from `next` on were never taken, so the
     -- free set only holds released places and stays small.
-    redis.call('HSET', K:zone(id), 'kind', kind, 'capacity', zone[3], 'next', 1, 'held', 0, 'paid', 0, 'rows', 0)
+    fields[#fields + 1] = kind .. ' ' .. zone[3] .. ' 0'
+    fields[#fields + 1] = 'n:' .. id
+    fields[#fields + 1] = 1
   else
     local ids, rows = zone[4], zone[5]
-    local with_rows = 0
+    local with_rows = '0'
     local index, free = {}, {}
     for s, seat in ipairs(ids) do
-      if rows[s] ~= '' then with_rows = 1 end
+      if rows[s] ~= '' then with_rows = '1' end
       index[#index + 1] = seat
       index[#index + 1] = (s - 1) .. ' ' .. rows[s]
       free[#free + 1] = s - 1
       free[#free + 1] = seat
     end
-    redis.call('HSET', K:zone(id), 'kind', kind, 'capacity', #ids, 'next', 0, 'held', 0, 'paid', 0, 'rows', with_rows)
+    fields[#fields + 1] = kind .. ' ' .. #ids .. ' ' .. with_rows
     chunked('HSET', K:seats(id), index)
     chunked('ZADD', K:free(id), free)
   end
 end
-redis.call('HSET', K.event, 'id', event, 'spec', spec)
+chunked('HSET', K.event, fields)
 return {1, spec}

@@ -1,10 +1,13 @@
 -- hold.lua: holds seats of one zone for a holder, all or nothing (HoldTable::hold).
--- KEYS: the event keys, then hold:<token>, zone:<zone>, free:<zone>, seats:<zone>
+-- KEYS: the event keys, then free:<zone>, seats:<zone>
 -- ARGV: prefix, event, holder, token, zone, kind (seats|quantity|best_available),
 --       n, ttl_ms, max_seats (0 = none), one_active (0|1), then n seat ids for `seats`
 -- Returns {1, zone, {seats}, expires_ms} or a refusal.
-local prefix, event = arg_prefix(1), arg_id(2, 'event')
-local holder, token, zone = arg_id(3, 'holder'), arg_token(4, event), arg_id(5, 'zone')
+-- A hold of named seats runs 6 commands: TIME, one HMGET of the event hash (event, timers,
+-- zone, an earlier try with this token, the holder's counters), ZMSCORE and ZREM on the
+-- zone's free set, one HSET of the event hash (the hold, the holder's counter) and one ZADD
+-- of the deadline.
+local prefix = arg_prefix(1)
 local kind = ARGV[6]
 if kind ~= 'seats' and kind ~= 'quantity' and kind ~= 'best_available' then
   malformed('hold kind (ARGV[6])')
@@ -13,54 +16,71 @@ local n = arg_int(7, 'seat count', 1, MAX_PLACES)
 local ttl = arg_int(8, 'ttl', 1, MAX_MS)
 local max_seats = arg_int(9, 'max seats per holder', 0, MAX_MS)
 local one_active = arg_flag(10, 'one active hold flag')
-local asked = {}
+if kind == 'seats' then arg_count(10 + n, 'hold of named seats') else arg_count(10, 'hold of a quantity') end
+-- Every argument from the event on has id characters (kind and numbers included): one
+-- pattern search checks them all.
+arg_ids(2, #ARGV, 'event id,holder id,hold token,zone id,hold kind,seat count,ttl,max seats,flag,seat id')
+local event, holder, zone = ARGV[2], ARGV[3], ARGV[5]
+local token = arg_token(4, event)
+local asked
 if kind == 'seats' then
-  arg_count(10 + n, 'hold of named seats')
-  local seen = {}
-  for i = 11, 10 + n do
-    local seat = arg_id(i, 'seat')
-    if seen[seat] then malformed('seat ' .. seat .. ' asked twice') end
-    seen[seat] = true
-    asked[#asked + 1] = seat
+  if n <= 1000 then
+    asked = {unpack(ARGV, 11, 10 + n)}
+  else
+    asked = {}
+    for i = 11, 10 + n do asked[#asked + 1] = ARGV[i] end
   end
-else
-  arg_count(10, 'hold of a quantity')
+  -- Few seats: compared pairwise; many: through a set.
+  local twice
+  if n <= 8 then
+    for i = 2, n do
+      for j = 1, i - 1 do
+        if asked[i] == asked[j] then twice = asked[i] end
+      end
+    end
+  else
+    local seen = {}
+    for i = 1, n do
+      if seen[asked[i]] then twice = asked[i] end
+      seen[asked[i]] = true
+    end
+  end
+  if twice then malformed('seat ' .. twice .. ' asked twice') end
 end
 local K = event_keys(prefix, event)
-local hold_key, zone_key = K:hold(token), K:zone(zone)
 local free_key, seats_key = K:free(zone), K:seats(zone)
-check_keys(K, {hold_key, zone_key, free_key, seats_key})
+check_keys(K, free_key, seats_key)
 
 local now = now_ms()
--- Zones exist exactly as long as their event: only a missing zone needs the event checked.
--- Read before the sweep, which changes none of these fields.
-local z = redis.call('HMGET', zone_key, 'kind', 'capacity', 'next', 'rows')
-if not z[1] and redis.call('EXISTS', K.event) == 0 then
-  return refuse('unknown_event', 'no event ' .. event, {event})
+local zone_field, hold_field, counts_field = 'z:' .. zone, 'h:' .. token, 'u:' .. holder
+local paid_field = 'v:' .. holder
+local ev = redis.call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field)
+if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
+if sweep(K, now, ev[2]) then
+  ev = redis.call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field)
 end
-sweep(K, now)
 
-local previous = redis.call('HMGET', hold_key, 'holder', 'status', 'zone', 'seats', 'expires')
-if previous[1] then
+if ev[4] then
   -- A retry of a hold whose reply was lost.
-  if previous[1] ~= holder or previous[2] ~= 'held' then
+  local h = hold_of(ev[4])
+  if h.holder ~= holder or h.status ~= 'held' then
     return refuse('invalid_argument', 'hold token already used')
   end
-  return {1, previous[3], split(previous[4]), tonumber(previous[5])}
+  return {1, h.zone, seats_of(h.flat), h.expires}
 end
 
-if not z[1] then
+if not ev[3] then
   return refuse('unknown_zone', 'event ' .. event .. ' has no zone ' .. zone, {zone})
 end
-local general_admission = z[1] == 'general_admission'
-
-local refused, counts = check_limits(K, event, holder, n, max_seats, one_active)
+local held, paid, holds = counts_of(ev[5], ev[6])
+local refused = check_limits(event, holder, held, paid, holds, n, max_seats, one_active)
 if refused then return refused end
 
--- Which seats (ids) and slots (zone order) the request gets.
-local seats, slots = {}, {}
+-- Which seats (ids) and slots (zone order) the request gets, as slot-seat pairs.
+local seats, flat
+local set = {}
 if kind == 'seats' then
-  if general_admission then
+  if string.sub(ev[3], 1, 6) ~= 'named ' then
     return refuse('invalid_argument', 'zone ' .. zone .. ' is general admission: ask for a quantity of places')
   end
   -- A named seat is in the free set, scored by its slot, exactly when it is neither held
@@ -68,10 +88,12 @@ if kind == 'seats' then
   -- unknown seats from taken ones.
   local scores = chunked('ZMSCORE', free_key, asked)
   local unknown, taken, infos = {}, {}, nil
-  for i, seat in ipairs(asked) do
+  flat = {}
+  for i = 1, n do
+    local seat = asked[i]
     if scores[i] then
-      seats[#seats + 1] = seat
-      slots[#slots + 1] = tonumber(scores[i])
+      flat[2 * i - 1] = scores[i]
+      flat[2 * i] = seat
     else
       infos = infos or chunked('HMGET', seats_key, asked)
       if infos[i] then taken[#taken + 1] = seat else unknown[#unknown + 1] = seat end
@@ -84,19 +106,24 @@ if kind == 'seats' then
     return refuse('seat_taken', (#taken == 1 and 'seat ' or 'seats ') .. join(taken) .. ' of zone ' ..
       zone .. ' already taken', taken)
   end
+  seats = asked
 else
+  local zone_kind, capacity, with_rows = zone_of(ev[3])
+  local general_admission = zone_kind == 'general_admission'
   if kind == 'quantity' and not general_admission then
     return refuse('invalid_argument', 'zone ' .. zone .. ' has named seats: name them or ask for best_available')
   end
+  local next_place = general_admission and tonumber(redis.call('HGET', K.event, 'n:' .. zone)) or 0
   local listed_free = redis.call('ZCARD', free_key)
   local free = listed_free
-  if general_admission then free = free + tonumber(z[2]) - tonumber(z[3]) + 1 end
+  if general_admission then free = free + capacity - next_place + 1 end
   if free < n then
     return refuse('sold_out', 'zone ' .. zone .. ' has ' .. free .. ' free places, ' .. n .. ' asked', {}, -1, free)
   end
+  local slots
+  seats, slots = {}, {}
   if not general_admission then
     -- The first run of n free seats that follow each other in one row.
-    local with_rows = z[4] == '1'
     local run, last_slot, last_row = {}, -2, nil
     local from = 0
     while #run < n and from < listed_free do
@@ -133,24 +160,33 @@ else
     local lowest = redis.call('ZRANGE', free_key, 0, n - 1, 'WITHSCORES')
     for i = 1, #lowest, 2 do
       seats[#seats + 1] = lowest[i]
-      slots[#slots + 1] = tonumber(lowest[i + 1])
+      slots[#slots + 1] = lowest[i + 1]
     end
-    local next_place = tonumber(z[3])
     while #seats < n do
-      seats[#seats + 1] = tostring(next_place)
+      seats[#seats + 1] = string.format('%d', next_place)
       slots[#slots + 1] = next_place
       next_place = next_place + 1
     end
-    redis.call('HSET', zone_key, 'next', next_place)
+    set[#set + 1] = 'n:' .. zone
+    set[#set + 1] = next_place
+  end
+  flat = {}
+  for i, seat in ipairs(seats) do
+    flat[#flat + 1] = slots[i]
+    flat[#flat + 1] = seat
   end
 end
 
 chunked('ZREM', free_key, seats)
-mark_seats(K.held, zone, seats, token)
-redis.call('HINCRBY', zone_key, 'held', n)
-counts_add(K, holder, {held = n, holds = 1}, counts)
 local expires = now + ttl
-redis.call('HSET', hold_key, 'holder', holder, 'zone', zone, 'seats', table.concat(seats, ' '),
-  'slots', table.concat(slots, ' '), 'created', now, 'expires', expires, 'status', 'held')
+set[#set + 1] = hold_field
+set[#set + 1] = string.format('held %s %s %d %d ', holder, zone, now, expires) .. pack_pairs(flat)
+set[#set + 1] = counts_field
+set[#set + 1] = held + n + HOLD_UNIT * (holds + 1)
+if not ev[2] or expires < ev[2] + 0 then
+  set[#set + 1] = 'due'
+  set[#set + 1] = expires
+end
+redis.call('HSET', K.event, unpack(set))
 redis.call('ZADD', K.deadlines, expires, token)
 return {1, zone, seats, expires}

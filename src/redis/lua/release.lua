@@ -1,34 +1,38 @@
 -- release.lua: held -> free, and the hold is forgotten at once (HoldTable::release):
 -- a later call on it gets unknown_hold. Releasing an expired hold succeeds (its seats
 -- are free already); a confirmed hold is refused.
--- KEYS: the event keys, then hold:<token>
+-- KEYS: the event keys
 -- ARGV: prefix, event, token
 -- Returns {1} or a refusal.
+-- Runs 6 commands: TIME, HMGET of the event hash, ZREM of the deadline, ZADD of the seats,
+-- HINCRBY of the holder's counter, HDEL of the hold (and of the counter, once at 0).
 arg_count(3, 'release')
-local prefix, event = arg_prefix(1), arg_id(2, 'event')
+local prefix = arg_prefix(1)
+arg_ids(2, 3, 'event id,hold token')
+local event = ARGV[2]
 local token = arg_token(3, event)
 local K = event_keys(prefix, event)
-local hold_key = K:hold(token)
-check_keys(K, {hold_key})
+check_keys(K)
 
 local now = now_ms()
--- Without its event there is nothing to sweep and no hold: the event is checked only to
--- word the refusal.
-sweep(K, now)
-
-local h = redis.call('HMGET', hold_key, 'holder', 'zone', 'seats', 'slots', 'status', 'order')
-if not h[1] then
-  if redis.call('EXISTS', K.event) == 0 then
-    return refuse('unknown_hold', 'no hold ' .. token .. ' (unknown event)')
-  end
+local hold_field = 'h:' .. token
+local ev = redis.call('HMGET', K.event, 'id', 'due', hold_field)
+if sweep(K, now, ev[2]) then ev = redis.call('HMGET', K.event, 'id', 'due', hold_field) end
+if not ev[3] then
+  if not ev[1] then return refuse('unknown_hold', 'no hold ' .. token .. ' (unknown event)') end
   return refuse('unknown_hold', 'no hold ' .. token .. ' in event ' .. event)
 end
-if h[5] == 'confirmed' then return inactive(token, h[5], h[6], {}) end
-if h[5] == 'expired' then return {1} end -- its seats are already free
-local seats = split(h[3])
+local status, holder, zone, blob = string.match(ev[3], '^(%S+) (%S+) (%S+) %d+ %d+ (.*)$')
+if status == 'expired' then return {1} end -- its seats are already free
+if status ~= 'held' then return inactive(token, hold_of(ev[3])) end
 redis.call('ZREM', K.deadlines, token)
-free_seats(K, h[2], seats, split(h[4]), token, 'held')
-counts_add(K, h[1], {held = -#seats, holds = -1})
--- Forgotten at once: a released hold is worth nothing to anyone.
-redis.call('DEL', hold_key)
+local flat = unpack_pairs(blob)
+chunked('ZADD', K:free(zone), flat)
+-- Forgotten at once: a released hold is worth nothing to anyone. So is a counter at 0.
+local counts_field = 'u:' .. holder
+if redis.call('HINCRBY', K.event, counts_field, -(#flat / 2 + HOLD_UNIT)) == 0 then
+  redis.call('HDEL', K.event, hold_field, counts_field)
+else
+  redis.call('HDEL', K.event, hold_field)
+end
 return {1}

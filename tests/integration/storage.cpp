@@ -1,0 +1,187 @@
+// The Redis storage layout's own mechanisms, which the conformance suite cannot see
+// through the API: the event's "due" field that lets nearly every call skip the sweep,
+// the timer that forgets an acknowledged expired hold, and holds larger than the chunks
+// the functions split commands and seat lists into.
+#include "redis_admin.hpp"
+#include "support/redis_server.hpp"
+
+#include <seatlock/backends/redis.hpp>
+#include <seatlock/seatlock.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <thread>
+
+namespace {
+
+using namespace std::chrono_literals;
+using seatlock::SeatState;
+
+const std::string event_key = "seatlock:event:{game1}";
+const std::string deadlines_key = "seatlock:deadlines:{game1}";
+
+seatlock::RedisOptions options_for(const seatlock::testing::RedisServer& server) {
+    seatlock::RedisOptions o;
+    o.port = server.port();
+    o.command_timeout = std::chrono::seconds(10);  // sanitizer builds on busy machines are slow
+    return o;
+}
+
+seatlock::HoldPolicy no_limit() {
+    seatlock::HoldPolicy p;
+    p.max_seats_per_holder = 0;
+    return p;
+}
+
+std::vector<seatlock::SeatSpec> seats(const std::string& row, int count) {
+    std::vector<seatlock::SeatSpec> out;
+    for (int n = 1; n <= count; ++n) out.push_back({row + "-" + std::to_string(n), row});
+    return out;
+}
+
+struct World {
+    seatlock::testing::RedisServer server;
+    seatlock::testing::RedisAdmin admin{server.port()};
+    seatlock::RedisBackend backend{options_for(server)};
+    seatlock::SeatHoldStore<seatlock::RedisBackend> store{backend, no_limit()};
+
+    explicit World(int named_seats = 30, int places = 100) {
+        store
+            .create_event({"game1",
+                           "Storage",
+                           {seatlock::ZoneSpec::named("lower", seats("A", named_seats)),
+                            seatlock::ZoneSpec::general_admission("bleachers", places)}})
+            .value();
+    }
+
+    /// The event's "due" field as a number; -1 when absent.
+    long long due() {
+        auto reply = admin.command({"HGET", event_key, "due"});
+        if (reply->type == REDIS_REPLY_NIL) return -1;
+        return std::stoll(std::string(reply->str, reply->len));
+    }
+    /// The score of `member` in the deadlines set; -1 when absent.
+    long long deadline(const std::string& member) {
+        auto reply = admin.command({"ZSCORE", deadlines_key, member});
+        if (reply->type == REDIS_REPLY_NIL) return -1;
+        return std::stoll(std::string(reply->str, reply->len));
+    }
+    std::vector<std::string> expired_tokens() {
+        std::vector<std::string> out;
+        const auto expired = store.expired(1000, 0ms).value();
+        for (const auto& e : expired) out.push_back(e.token);
+        std::sort(out.begin(), out.end());
+        return out;
+    }
+    SeatState state(const std::string& seat) {
+        const auto zones = store.seats("game1", "lower").value();
+        for (const auto& s : zones.front().seats)
+            if (s.id == seat) return s.state;
+        FAIL("no seat " << seat);
+        return SeatState::free;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("due is the earliest deadline: a short hold after a long one still expires on time") {
+    World w;
+    CHECK(w.due() == -1);  // no timer yet
+    auto long_hold = w.store.hold("game1", "patient", seatlock::named_seats("lower", {"A-1"}), 10min)
+                         .value();
+    const long long long_deadline = w.deadline(long_hold.token);
+    CHECK(w.due() == long_deadline);
+    auto short_hold =
+        w.store.hold("game1", "hasty", seatlock::named_seats("lower", {"A-2"}), 100ms).value();
+    const long long short_deadline = w.deadline(short_hold.token);
+    CHECK(short_deadline < long_deadline);
+    CHECK(w.due() == short_deadline);  // lowered by the second hold
+
+    std::this_thread::sleep_for(250ms);
+    // Any call on the event runs the sweep: the short hold expired, the long one did not.
+    CHECK(w.state("A-2") == SeatState::free);
+    CHECK(w.state("A-1") == SeatState::held);
+    CHECK(w.expired_tokens() == std::vector<std::string>{short_hold.token});
+    CHECK(w.due() == long_deadline);  // moved on to the earliest timer left
+
+    // Releasing the last hold leaves "due" behind as a bound; the next sweep finds nothing
+    // due and keeps it at the earliest timer, or drops it when none is left.
+    REQUIRE(w.store.release(long_hold.token));
+    CHECK(w.deadline(long_hold.token) == -1);
+    CHECK(w.due() == long_deadline);
+}
+
+TEST_CASE("an acknowledged expired hold is forgotten by its timer, a late-confirmed one is kept") {
+    World w;
+    auto forgotten =
+        w.store.hold("game1", "gone", seatlock::named_seats("lower", {"A-3"}), 50ms).value();
+    auto paid_late =
+        w.store.hold("game1", "late", seatlock::named_seats("lower", {"A-4"}), 50ms).value();
+    std::this_thread::sleep_for(150ms);
+    const std::vector<std::string> both{forgotten.token, paid_late.token};
+    auto expected = both;
+    std::sort(expected.begin(), expected.end());
+    REQUIRE(w.expired_tokens() == expected);
+    REQUIRE(w.store.ack_expired(both));
+    REQUIRE(w.store.confirm_late(paid_late.token, "order-late"));
+
+    // Each acknowledged hold has a timer an hour out, and "due" is no later than it.
+    const long long forget_at = w.deadline("f:" + forgotten.token);
+    REQUIRE(forget_at > 0);
+    CHECK(w.deadline("f:" + paid_late.token) > 0);
+    CHECK(w.due() <= forget_at);
+    CHECK(w.admin.integer({"HEXISTS", event_key, "h:" + forgotten.token}) == 1);
+
+    // Bring the hour forward: the next call forgets the expired hold only.
+    w.admin.command({"ZADD", deadlines_key, "1", "f:" + forgotten.token});
+    w.admin.command({"ZADD", deadlines_key, "1", "f:" + paid_late.token});
+    w.admin.command({"HSET", event_key, "due", "1"});
+    CHECK(w.state("A-3") == SeatState::free);
+    CHECK(w.admin.integer({"HEXISTS", event_key, "h:" + forgotten.token}) == 0);
+    CHECK(w.admin.integer({"HEXISTS", event_key, "h:" + paid_late.token}) == 1);
+    CHECK(w.store.release(forgotten.token).is(seatlock::errc::unknown_hold));
+    CHECK(w.store.confirm(paid_late.token, "order-late").value().id == "order-late");
+    CHECK(w.admin.integer({"ZCARD", deadlines_key}) == 0);
+    CHECK(w.due() == -1);  // no timer left
+}
+
+TEST_CASE("holds larger than one command chunk: named, best available, general admission") {
+    World w(5000, 5000);
+    std::vector<std::string> wanted;
+    for (int n = 1; n <= 2500; ++n) wanted.push_back("A-" + std::to_string(2 * n));
+    auto named = w.store.hold("game1", "bulk", seatlock::named_seats("lower", wanted)).value();
+    CHECK(named.seats == wanted);
+    auto best = w.store.hold("game1", "bulk", seatlock::best_available("lower", 2000)).value();
+    CHECK(best.seats.size() == 2000);
+    auto ga = w.store.hold("game1", "bulk", seatlock::quantity("bleachers", 3000)).value();
+    CHECK(ga.seats.size() == 3000);
+    auto zones = w.store.seats("game1").value();
+    REQUIRE(zones.size() == 2);
+    CHECK(zones[0].held == 4500);
+    CHECK(zones[1].held == 3000);
+
+    // Released, paid and cancelled back in full.
+    REQUIRE(w.store.release(named.token));
+    auto order = w.store.confirm(best.token, "bulk-order").value();
+    CHECK(order.seats == best.seats);
+    REQUIRE(w.store.release(ga.token));
+    zones = w.store.seats("game1").value();
+    CHECK(zones[0].free == 3000);
+    CHECK(zones[0].paid == 2000);
+    CHECK(zones[1].free == 5000);
+    auto cancelled = w.store.cancel("game1", "bulk-order").value();
+    CHECK(cancelled.cancelled);
+    zones = w.store.seats("game1").value();
+    CHECK(zones[0].free == 5000);
+    CHECK(zones[0].held == 0);
+    CHECK(zones[0].paid == 0);
+    // Nothing of the holder is left: its counters are gone with its seats.
+    CHECK(w.admin.integer({"HEXISTS", event_key, "u:bulk"}) == 0);
+    CHECK(w.admin.integer({"HEXISTS", event_key, "v:bulk"}) == 0);
+
+    // The same seats again, the whole zone at once, in zone order.
+    auto all = w.store.hold("game1", "bulk", seatlock::best_available("lower", 5000)).value();
+    CHECK(all.seats.front() == "A-1");
+    CHECK(all.seats.back() == "A-5000");
+}
