@@ -1,18 +1,19 @@
--- common.lua: helpers shared by every seatlock script. The build prepends to each
--- operation's script the blocks of this file (separated by blank lines) that it uses, so
--- that every operation stays one self-contained EVALSHA that defines no unused helper.
+-- common.lua: helpers shared by every seatlock operation. The build (embed_lua.cmake)
+-- makes one Redis function library of this file and the operation files: these helpers
+-- are defined once, when the library loads, and each <op>.lua becomes the body of the
+-- function seatlock_<version>_<op>, which sees its call's KEYS and ARGV.
 --
--- The rules implemented here and in the operation scripts are those of
+-- The rules implemented here and in the operations are those of
 -- include/seatlock/detail/hold_table.hpp and detail/lock_table.hpp; the conformance suite
 -- holds the Redis and in-process backends to one behaviour.
 --
 -- Conventions:
--- * A script checks EVERY argument before it writes anything: a Lua error does not roll
---   back earlier writes, so a malformed call must fail while nothing has changed yet.
--- * Expected refusals (a seat taken, a hold expired, ...) are not errors: a script
+-- * A function checks EVERY argument before it writes anything: a Lua error does not
+--   roll back earlier writes, so a malformed call must fail while nothing has changed yet.
+-- * Expected refusals (a seat taken, a hold expired, ...) are not errors: a function
 --   returns {0, code, detail, items, limit, current}; success is {1, ...}.
 -- * Time is the server's (TIME): client clocks never decide expiry. Redis 7 replicates
---   a script's effects, not the script, so TIME is allowed before writes.
+--   a function's effects, not the call, so TIME is allowed before writes.
 -- * KEYS carries every key the caller can name. Keys that only the stored data names
 --   (the free set of the zone of a hold being expired) are derived from the prefix and
 --   event; they carry the same {event} hash tag, hence the same Cluster slot.
@@ -145,8 +146,8 @@ local function event_keys(prefix, event)
   }
 end
 
--- Checks that KEYS are exactly the keys the script will touch: the event-level keys every
--- hold script receives first (event, paid, deadlines, expired), then `free` and `seats`
+-- Checks that KEYS are exactly the keys the function will touch: the event-level keys every
+-- hold function receives first (event, paid, deadlines, expired), then `free` and `seats`
 -- (those of the zone a hold asks for) when given.
 local function check_keys(K, free, seats)
   local n = free and 6 or 4

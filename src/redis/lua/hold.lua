@@ -75,6 +75,10 @@ end
 local held, paid, holds = counts_of(ev[5], ev[6])
 local refused = check_limits(event, holder, held, paid, holds, n, max_seats, one_active)
 if refused then return refused end
+if held + n >= HOLD_UNIT then
+  return refuse('limit_exceeded', 'holder ' .. holder .. ' would hold ' .. (held + n) ..
+    ' seats in event ' .. event .. '; Redis counts fewer than ' .. HOLD_UNIT, {}, HOLD_UNIT - 1, held)
+end
 
 -- Which seats (ids) and slots (zone order) the request gets, as slot-seat pairs.
 local seats, flat
