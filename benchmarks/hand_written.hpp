@@ -8,11 +8,18 @@
 //
 // RawCeiling sends a script that does nothing, as many times per operation as seatlock
 // needs round trips: no client-side design that talks to Redis once per step can beat it.
+//
+// CommandFloor runs, in one function call per step like seatlock, the Redis commands of
+// seatlock's hold and release and nothing else (lua/floor.lua), on an event RedisBackend
+// created: between it and the raw ceiling is the cost of the commands themselves, between
+// it and seatlock the cost of seatlock's own Lua.
 #pragma once
 
 #include <cstdint>
+#include <seatlock/detail/random.hpp>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench_scripts.hpp"
@@ -132,6 +139,72 @@ private:
     Connection connection_;
     std::string noop_sha_;
     int round_trips_;
+};
+
+/// The Redis keys a hold of one zone of one event touches, named as RedisBackend names
+/// them (src/redis/key_layout.hpp).
+struct ZoneKeys {
+    std::string event;      ///< <prefix>:event:{<event>}, the event hash
+    std::string deadlines;  ///< <prefix>:deadlines:{<event>}
+    std::string free;       ///< <prefix>:free:{<event>}:<zone>, the zone's free seats
+
+    static ZoneKeys of(const std::string& prefix, const std::string& event,
+                       const std::string& zone) {
+        const std::string tag = ":{" + event + "}";
+        return {prefix + ":event" + tag, prefix + ":deadlines" + tag,
+                prefix + ":free" + tag + ":" + zone};
+    }
+};
+
+/// One caller of the command floor: holds its 3 named seats and releases them, one FCALL
+/// each, on its own connection.
+class CommandFloor {
+public:
+    static constexpr const char* hold_function = "seatlock_bench_floor_hold";
+    static constexpr const char* release_function = "seatlock_bench_floor_release";
+
+    /// FUNCTION LOAD REPLACE of the floor's library: once per server (FLUSHALL keeps it).
+    static void load(Connection& c) {
+        Reply r = c.command({"FUNCTION", "LOAD", "REPLACE", scripts::floor});
+        Connection::expect(r, REDIS_REPLY_STRING, "FUNCTION LOAD");
+    }
+
+    CommandFloor(const std::string& host, int port, ZoneKeys keys, std::string event,
+                 std::string holder, std::string zone, const std::vector<std::string>& seats)
+        : connection_(host, port),
+          keys_(std::move(keys)),
+          event_(std::move(event)),
+          holder_(std::move(holder)),
+          zone_(std::move(zone)),
+          seats_(seats) {
+        if (seats_.size() != 3) throw std::logic_error("the command floor holds 3 seats");
+    }
+
+    Outcome operator()(Lap& lap) {
+        // A fresh token per hold, made as SeatHoldStore makes them.
+        const std::string token = event_ + "." + seatlock::detail::random_hex128();
+        Reply held = connection_.command({"FCALL", hold_function, "3", keys_.event, keys_.deadlines,
+                                          keys_.free, token, holder_, zone_, seats_[0], seats_[1],
+                                          seats_[2]});
+        // The floor checks nothing itself: a count other than 3 means it is not running on
+        // the data it claims to, and its figures would not be the commands' cost.
+        if (Connection::expect(held, REDIS_REPLY_INTEGER, "floor hold")->integer != 3)
+            throw std::runtime_error("command floor: the seats were not free");
+        lap.first_step_done();
+        Reply freed = connection_.command(
+            {"FCALL", release_function, "3", keys_.event, keys_.deadlines, keys_.free, token});
+        if (Connection::expect(freed, REDIS_REPLY_INTEGER, "floor release")->integer != 3)
+            throw std::runtime_error("command floor: the seats did not go back");
+        return Outcome::done;
+    }
+
+private:
+    Connection connection_;
+    ZoneKeys keys_;
+    std::string event_;
+    std::string holder_;
+    std::string zone_;
+    std::vector<std::string> seats_;
 };
 
 }  // namespace seatlock::bench

@@ -1,16 +1,17 @@
 // benchmarks/main.cpp: seatlock-bench, every benchmark in one run, side by side with the
-// seed apps' hand-written flow and the raw Redis ceiling, against one private
-// redis-server, so that comparisons hold on a noisy machine.
+// seed apps' hand-written flow, the raw Redis ceiling and the floor of seatlock's bare
+// Redis commands, against one private redis-server, so that comparisons hold on a noisy
+// machine.
 //
 //   seatlock-bench [--quick] [--out FILE] [--scenario NAME,...] [--backend NAME,...]
 //                  [--callers N,...] [--seconds S] [--rounds R]
 //
-// The runs compared with each other (seatlock, seed flow and raw ceiling at one number
-// of callers) are cut into R interleaved slices, A B C A B C ..., so that a neighbour's
-// burst of load hits all of them alike. Prints a Markdown table as it goes, then the
-// ratios the project is judged by, and writes everything as JSON. Exits non-zero when a
-// run failed or measured something that cannot be right (no operations, round trips
-// other than the design's); speed itself is reported, never asserted.
+// The runs compared with each other (seatlock, seed flow, command floor and raw ceiling at
+// one number of callers) are cut into R interleaved slices, A B C A B C ..., so that a
+// neighbour's burst of load hits all of them alike. Prints a Markdown table as it goes,
+// then the ratios the project is judged by, and writes everything as JSON. Exits non-zero
+// when a run failed or measured something that cannot be right (no operations, round
+// trips other than the design's); speed itself is reported, never asserted.
 #include <seatlock/backends/memory.hpp>
 
 #include "hand_written.hpp"
@@ -47,12 +48,13 @@ constexpr std::string_view usage =
     "  --out        where to write the JSON results\n"
     "  --scenario   lock+unlock lock_all3+unlock hold3+release hold3+confirm ga_hold2+release\n"
     "               contended_hold1 hold3_kept (default: all)\n"
-    "  --backend    memory redis seed raw (default: all)\n"
+    "  --backend    memory redis seed floor raw (default: all); floor: seatlock's Redis\n"
+    "               commands alone, without its Lua (hold3+release only)\n"
     "  --callers    concurrent callers (default: 1,16,64; contended_hold1: 10,64; hold3_kept: 16)\n"
     "  --seconds    measured time of each timed run (default 3)\n"
     "  --rounds     interleaved slices each timed run is cut into (default 3)\n";
 
-enum class Kind { memory, redis, seed, raw };
+enum class Kind { memory, redis, seed, raw, floor };
 
 constexpr std::string_view kind_name(Kind k) {
     switch (k) {
@@ -64,6 +66,8 @@ constexpr std::string_view kind_name(Kind k) {
             return "seed";
         case Kind::raw:
             return "raw";
+        case Kind::floor:
+            return "floor";
     }
     return "?";
 }
@@ -132,7 +136,8 @@ std::optional<Options> parse(int argc, char** argv) {
         }
     }
     for (const auto& b : o.backends) {
-        if (b != "memory" && b != "redis" && b != "seed" && b != "raw") return std::nullopt;
+        if (b != "memory" && b != "redis" && b != "seed" && b != "raw" && b != "floor")
+            return std::nullopt;
     }
     return o;
 }
@@ -203,17 +208,20 @@ public:
 
     int run() {
         load_at_start_ = load_average();
-        const bool needs_redis = wanted(Kind::redis) || wanted(Kind::seed) || wanted(Kind::raw);
+        const bool needs_redis =
+            wanted(Kind::redis) || wanted(Kind::seed) || wanted(Kind::raw) || wanted(Kind::floor);
         if (needs_redis) {
             server_ = std::make_unique<testing::RedisServer>();
             stats_ = std::make_unique<Connection>(server_->host(), server_->port());
             scripts_ = BaselineScripts::load(*stats_);
         }
-#ifndef SEATLOCK_BENCH_REDIS_BACKEND
-        if (wanted(Kind::redis)) {
+#ifdef SEATLOCK_BENCH_REDIS_BACKEND
+        if (wanted(Kind::floor)) CommandFloor::load(*stats_);
+#else
+        if (wanted(Kind::redis) || wanted(Kind::floor)) {
             fmt::print(
                 "note: built without the Redis backend (no seatlock_redis target): "
-                "no seatlock-on-Redis rows\n");
+                "no seatlock-on-Redis or command floor rows\n");
         }
 #endif
         fmt::print(
@@ -276,6 +284,10 @@ private:
         if (wanted(Kind::redis)) variants.push_back({Kind::redis, callers});
 #endif
         if (wanted(Kind::seed) && s.seed_trips > 0) variants.push_back({Kind::seed, callers});
+#ifdef SEATLOCK_BENCH_REDIS_BACKEND
+        if (wanted(Kind::floor) && s.id == Scenario::hold_release)
+            variants.push_back({Kind::floor, callers});
+#endif
         if (wanted(Kind::raw) && s.id == Scenario::hold_release)
             variants.push_back({Kind::raw, callers});
         // Next to the one-caller figure, the memory backend's two-caller figures on two
@@ -315,6 +327,12 @@ private:
                 return run_seed(s, v.callers, b);
             case Kind::raw:
                 return run_raw(s, v.callers, b);
+            case Kind::floor:
+#ifdef SEATLOCK_BENCH_REDIS_BACKEND
+                return run_floor(s, v.callers, b);
+#else
+                break;
+#endif
         }
         throw std::logic_error("no such variant");
     }
@@ -473,6 +491,35 @@ private:
         return run_on_redis(s, Kind::raw, callers, b, make);
     }
 
+#ifdef SEATLOCK_BENCH_REDIS_BACKEND
+    // The command floor works on the data the redis rows work on: the same inventory,
+    // created by RedisBackend, whose own operations are then left out.
+    Row run_floor(const ScenarioInfo& s, int callers, const Budget& b) {
+        if (s.id != Scenario::hold_release)
+            throw std::logic_error("no command floor of " + std::string(s.name));
+        flush();
+        const Inventory inventory = inventory_for(s, b, callers, false);
+        RedisOptions options;
+        options.host = server_->host();
+        options.port = server_->port();
+        {
+            RedisBackend backend(options);
+            SeatHoldStore<RedisBackend> store(backend);
+            for (const auto& event : inventory.events())
+                detail::require(store.create_event(event), "create_event");
+        }
+        auto make = [&](int i) -> Operation {
+            const std::string event = inventory.event(i);
+            auto floor = std::make_shared<CommandFloor>(
+                server_->host(), server_->port(),
+                ZoneKeys::of(options.prefix, event, inventory.zone()), event, inventory.holder(i),
+                inventory.zone(), inventory.seats(i, 0));
+            return [floor](Lap& lap) { return (*floor)(lap); };
+        };
+        return run_on_redis(s, Kind::floor, callers, b, make);
+    }
+#endif
+
     // -----------------------------------------------------------------------------------
     // Checks, table, ratios, JSON
 
@@ -570,7 +617,7 @@ private:
             verdict = *value <= *at_most
                           ? "  (target <= " + fmt::format("{}", *at_most) + ": met)"
                           : "  (target <= " + fmt::format("{}", *at_most) + ": MISSED)";
-        fmt::print("  {:<58} {:>9}{}\n", text, opt(value, format), verdict);
+        fmt::print("  {:<68} {:>9}{}\n", text, opt(value, format), verdict);
         into[key] = value ? boost::json::value(*value) : boost::json::value(nullptr);
     }
 
@@ -596,6 +643,10 @@ private:
         ratio(out, "redis_hold_release_64_vs_raw",
               "Redis hold3+release, 64 callers: seatlock / raw ceiling",
               divide(ops(redis64), ops(find(hr, Kind::raw, 64))), 0.6);
+        // No target: how far below the ceiling the commands alone already are.
+        ratio(out, "redis_hold_release_64_floor_vs_raw",
+              "Redis hold3+release, 64 callers: floor (bare commands) / raw ceiling",
+              divide(ops(find(hr, Kind::floor, 64)), ops(find(hr, Kind::raw, 64))));
 
         const auto* kept = find("hold3_kept", Kind::redis, 16);
         const auto* seed_kept = find("hold3_kept", Kind::seed, 16);
