@@ -38,7 +38,7 @@ enum class errc {
     io_error,           // the connection broke; the command was not applied
     auth_failed,        // AUTH rejected
     protocol_error,     // a reply seatlock cannot read
-    script_error,       // the server rejected a script (a bug or a malformed argument)
+    script_error,       // the server rejected a function call (a bug or a malformed argument)
     outcome_unknown,    // sent, but the reply was lost: it may or may not have been applied
 };
 

@@ -1,6 +1,6 @@
 // src/redis/key_layout.hpp: the names of every Redis key seatlock writes. The Lua scripts
 // build the same names (lua/common.lua, event_keys) and check the KEYS they are given
-// against them; docs/redis.md shows the layout to operators.
+// against them; the README's "Key layout" shows the layout to operators.
 #pragma once
 
 #include <seatlock/keys.hpp>

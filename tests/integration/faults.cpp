@@ -1,4 +1,4 @@
-// RedisBackend under the faults a production Redis throws: an emptied script cache,
+// RedisBackend under the faults a production Redis throws: its functions flushed,
 // killed connections, a server that stops and comes back, a server too slow to answer,
 // and credentials it refuses. Each fault ends in a clear error or in calls that keep
 // working, never in a hang or a crash.
@@ -300,7 +300,7 @@ TEST_CASE("a wrong or missing password is auth_failed; the right one works") {
 
 TEST_CASE(
     "an ACL user limited to seatlock's keys and commands works; a wrong password is auth_failed") {
-    // The rule docs/redis.md recommends.
+    // The rule the README's "Configuring Redis" recommends.
     seatlock::testing::RedisServer server({"--user", "ticketing", "on", ">tickets-pw",
                                            "~seatlock:*", "+@read", "+@write", "+@scripting",
                                            "+@connection", "+time"});

@@ -1,7 +1,7 @@
 // The Redis storage layout's own mechanisms, which the conformance suite cannot see
 // through the API: the event's "due" field that lets nearly every call skip the sweep,
-// the timer that forgets an acknowledged expired hold, and holds larger than the chunks
-// the functions split commands and seat lists into.
+// the timer that forgets an acknowledged expired hold, holds larger than the chunks the
+// functions split commands and seat lists into, and the functions' memo of key names.
 #include "redis_admin.hpp"
 #include "support/redis_server.hpp"
 
@@ -184,4 +184,22 @@ TEST_CASE("holds larger than one command chunk: named, best available, general a
     auto all = w.store.hold("game1", "bulk", seatlock::best_available("lower", 5000)).value();
     CHECK(all.seats.front() == "A-1");
     CHECK(all.seats.back() == "A-5000");
+}
+
+TEST_CASE("the functions' memo of key names forgets past 1,000 events and keeps working") {
+    World w;
+    for (int e = 0; e < 1005; ++e) {
+        const std::string id = "memo" + std::to_string(e);
+        REQUIRE(w.store.create_event(
+            {id, "Memo", {seatlock::ZoneSpec::general_admission("floor", 2)}}));
+        auto h = w.store.hold(id, "m", seatlock::quantity("floor", 1));
+        REQUIRE_MESSAGE(h, id << ": " << h.error().message());
+        CHECK(w.admin.integer({"ZCARD", "seatlock:deadlines:{" + id + "}"}) == 1);
+    }
+    // Events seen before the memo started afresh are named right again.
+    auto h = w.store.hold("memo0", "m", seatlock::quantity("floor", 1)).value();
+    CHECK(h.seats == std::vector<std::string>{"2"});
+    CHECK(w.admin.integer({"ZCARD", "seatlock:deadlines:{memo0}"}) == 2);
+    REQUIRE(w.store.release(h.token));
+    CHECK(w.admin.integer({"ZCARD", "seatlock:deadlines:{memo0}"}) == 1);
 }

@@ -6,16 +6,17 @@
 //     backend.ping().value();                        // fail fast at start-up, if wanted
 //     seatlock::SeatHoldStore store(backend);
 //
-// Every operation is one Lua script call (EVALSHA; EVAL when the server's script cache
-// is empty): one round trip, atomic on the server, timed by the server's clock. Keys of
-// one event share the hash tag {event} and keys of one lock group the tag {group}, so
-// each lives in one Cluster slot; docs/redis.md describes the layout.
+// Every operation is one call of a Lua function (FCALL) of seatlock's function library,
+// which the backend loads by itself when the server lacks it (Redis 7.0 or later): one
+// round trip, atomic on the server, timed by the server's clock. Keys of one event share
+// the hash tag {event} and keys of one lock group the tag {group}, so each lives in one
+// Cluster slot; the README's "Key layout" describes them.
 //
 // Errors of the transport are distinct errc values: connection_failed (could not
 // connect), timeout (no answer before the command was fully sent: not applied), io_error
 // (the connection broke before sending: not applied), outcome_unknown (sent, reply lost:
 // maybe applied; every operation is safe to retry), auth_failed, protocol_error and
-// script_error (the server's message).
+// script_error (the server rejected the function call; its message).
 //
 // Thread-safe: calls share a pool of up to `pool_size` connections; a broken connection
 // is reconnected on its next use, with the command timeout, AUTH and SELECT applied again.

@@ -132,18 +132,40 @@ local function now_ms()
 end
 
 -- The keys of one event; names must match src/redis/key_layout.hpp. The per-zone keys
--- are methods (K:free(zone)).
-local function free_key(K, zone) return K.prefix .. ':free' .. K.tag .. ':' .. zone end
+-- are methods (K:free(zone)). Key names depend on nothing but the prefix, the event and
+-- the zone, so the library remembers them (its state lives as long as the library is
+-- loaded): a call on an event it has seen builds no key name. The memo starts afresh
+-- once it holds 1,000 events.
+local function zone_key(K, names, kind, zone)
+  local key = names[zone]
+  if not key then
+    key = K.prefix .. ':' .. kind .. K.tag .. ':' .. zone
+    names[zone] = key
+  end
+  return key
+end
 
-local function seats_key(K, zone) return K.prefix .. ':seats' .. K.tag .. ':' .. zone end
+local function free_key(K, zone) return zone_key(K, K.free_keys, 'free', zone) end
+
+local function seats_key(K, zone) return zone_key(K, K.seats_keys, 'seats', zone) end
+
+local KEY_MEMO, key_memo_size = {}, 0
 
 local function event_keys(prefix, event)
+  local by_event = KEY_MEMO[prefix]
+  local K = by_event and by_event[event]
+  if K then return K end
   local tag = ':{' .. event .. '}'
-  return {
+  K = {
     prefix = prefix, tag = tag, event = prefix .. ':event' .. tag, paid = prefix .. ':paid' .. tag,
     deadlines = prefix .. ':deadlines' .. tag, expired = prefix .. ':expired' .. tag,
-    free = free_key, seats = seats_key,
+    free = free_key, seats = seats_key, free_keys = {}, seats_keys = {},
   }
+  if key_memo_size >= 1000 then KEY_MEMO, key_memo_size = {}, 0 end
+  by_event = KEY_MEMO[prefix] or {}
+  KEY_MEMO[prefix], by_event[event] = by_event, K
+  key_memo_size = key_memo_size + 1
+  return K
 end
 
 -- Checks that KEYS are exactly the keys the function will touch: the event-level keys every

@@ -17,9 +17,9 @@ local ttl = arg_int(8, 'ttl', 1, MAX_MS)
 local max_seats = arg_int(9, 'max seats per holder', 0, MAX_MS)
 local one_active = arg_flag(10, 'one active hold flag')
 if kind == 'seats' then arg_count(10 + n, 'hold of named seats') else arg_count(10, 'hold of a quantity') end
--- Every argument from the event on has id characters (kind and numbers included): one
--- pattern search checks them all.
-arg_ids(2, #ARGV, 'event id,holder id,hold token,zone id,hold kind,seat count,ttl,max seats,flag,seat id')
+arg_ids(2, 3, 'event id,holder id')
+arg_ids(5, 5, 'zone id')
+if n > 0 and kind == 'seats' then arg_ids(11, 10 + n, 'seat id') end
 local event, holder, zone = ARGV[2], ARGV[3], ARGV[5]
 local token = arg_token(4, event)
 local asked

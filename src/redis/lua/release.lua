@@ -8,7 +8,7 @@
 -- HINCRBY of the holder's counter, HDEL of the hold (and of the counter, once at 0).
 arg_count(3, 'release')
 local prefix = arg_prefix(1)
-arg_ids(2, 3, 'event id,hold token')
+arg_ids(2, 2, 'event id')
 local event = ARGV[2]
 local token = arg_token(3, event)
 local K = event_keys(prefix, event)
