@@ -3,6 +3,7 @@
 // afterwards, to any process, until acknowledged.
 #include "redis_admin.hpp"
 #include "support/redis_server.hpp"
+#include "test_setup.hpp"
 
 #include <seatlock/backends/redis.hpp>
 #include <seatlock/seatlock.hpp>
@@ -15,6 +16,8 @@
 namespace {
 
 using namespace std::chrono_literals;
+using seatlock::testing::no_limit;
+using seatlock::testing::options_for;
 
 seatlock::EventSpec event(const std::string& id) {
     std::vector<seatlock::SeatSpec> seats;
@@ -23,19 +26,6 @@ seatlock::EventSpec event(const std::string& id) {
             "Expiry",
             {seatlock::ZoneSpec::named("lower", seats),
              seatlock::ZoneSpec::general_admission("bleachers", 100)}};
-}
-
-seatlock::RedisOptions options_for(const seatlock::testing::RedisServer& server) {
-    seatlock::RedisOptions o;
-    o.port = server.port();
-    o.command_timeout = std::chrono::seconds(10);  // sanitizer builds on busy machines are slow
-    return o;
-}
-
-seatlock::HoldPolicy no_limit() {
-    seatlock::HoldPolicy p;
-    p.max_seats_per_holder = 0;
-    return p;
 }
 
 // Holds in three events from one process that then goes away; returns token -> seats.

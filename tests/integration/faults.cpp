@@ -5,6 +5,7 @@
 #include "fake_server.hpp"
 #include "redis_admin.hpp"
 #include "support/redis_server.hpp"
+#include "test_setup.hpp"
 
 #include <seatlock/backends/redis.hpp>
 #include <seatlock/seatlock.hpp>
@@ -17,6 +18,8 @@
 namespace {
 
 using namespace std::chrono_literals;
+using seatlock::testing::no_limit;
+using seatlock::testing::options_for;
 using seatlock::errc;
 using seatlock::Millis;
 using Clock = std::chrono::steady_clock;
@@ -28,23 +31,6 @@ seatlock::EventSpec small_event(const std::string& id = "game1") {
             "Faults",
             {seatlock::ZoneSpec::named("lower", seats),
              seatlock::ZoneSpec::general_admission("bleachers", 1000)}};
-}
-
-// Generous command timeouts (sanitizer builds on busy machines are slow), except in the
-// tests about command timeouts, which set their own.
-seatlock::RedisOptions options_for(const seatlock::testing::RedisServer& server,
-                                   Millis command_timeout = 5s) {
-    seatlock::RedisOptions o;
-    o.port = server.port();
-    o.connect_timeout = 500ms;
-    o.command_timeout = command_timeout;
-    return o;
-}
-
-seatlock::HoldPolicy no_limit() {
-    seatlock::HoldPolicy p;
-    p.max_seats_per_holder = 0;
-    return p;
 }
 
 Millis since(Clock::time_point t0) {

@@ -4,6 +4,7 @@
 // functions split commands and seat lists into, and the functions' memo of key names.
 #include "redis_admin.hpp"
 #include "support/redis_server.hpp"
+#include "test_setup.hpp"
 
 #include <seatlock/backends/redis.hpp>
 #include <seatlock/seatlock.hpp>
@@ -16,23 +17,12 @@
 namespace {
 
 using namespace std::chrono_literals;
+using seatlock::testing::no_limit;
+using seatlock::testing::options_for;
 using seatlock::SeatState;
 
 const std::string event_key = "seatlock:event:{game1}";
 const std::string deadlines_key = "seatlock:deadlines:{game1}";
-
-seatlock::RedisOptions options_for(const seatlock::testing::RedisServer& server) {
-    seatlock::RedisOptions o;
-    o.port = server.port();
-    o.command_timeout = std::chrono::seconds(10);  // sanitizer builds on busy machines are slow
-    return o;
-}
-
-seatlock::HoldPolicy no_limit() {
-    seatlock::HoldPolicy p;
-    p.max_seats_per_holder = 0;
-    return p;
-}
 
 std::vector<seatlock::SeatSpec> seats(const std::string& row, int count) {
     std::vector<seatlock::SeatSpec> out;

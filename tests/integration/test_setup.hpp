@@ -1,0 +1,33 @@
+// tests/integration/test_setup.hpp: what the Redis integration tests set up alike: options
+// for the private server a test started, and a hold policy without the per-holder limit.
+#pragma once
+
+#include "support/redis_server.hpp"
+
+#include <seatlock/backends/redis.hpp>
+#include <seatlock/hold_store.hpp>
+
+#include <chrono>
+
+namespace seatlock::testing {
+
+/// Options for `server`. The command timeout is generous (sanitizer builds on busy machines
+/// are slow), except where a test about timeouts sets its own; connecting to a loopback
+/// server that is down fails at once, so the connect timeout is short.
+inline RedisOptions options_for(const RedisServer& server,
+                                Millis command_timeout = std::chrono::seconds(10)) {
+    RedisOptions o;
+    o.port = server.port();
+    o.connect_timeout = std::chrono::milliseconds(500);
+    o.command_timeout = command_timeout;
+    return o;
+}
+
+/// The default policy without its seats-per-holder limit: tests hold as much as they like.
+inline HoldPolicy no_limit() {
+    HoldPolicy p;
+    p.max_seats_per_holder = 0;
+    return p;
+}
+
+}  // namespace seatlock::testing
