@@ -176,7 +176,7 @@ TEST_CASE("holds larger than one command chunk: named, best available, general a
     CHECK(all.seats.back() == "A-5000");
 }
 
-TEST_CASE("the functions' memo of key names forgets past 1,000 events and keeps working") {
+TEST_CASE("the functions' memo of key names forgets past 1,000 events or zones and keeps working") {
     World w;
     for (int e = 0; e < 1005; ++e) {
         const std::string id = "memo" + std::to_string(e);
@@ -186,6 +186,12 @@ TEST_CASE("the functions' memo of key names forgets past 1,000 events and keeps 
         REQUIRE_MESSAGE(h, id << ": " << h.error().message());
         CHECK(w.admin.integer({"ZCARD", "seatlock:deadlines:{" + id + "}"}) == 1);
     }
+    // Zone names too, however many a caller makes up.
+    for (int z = 0; z < 1005; ++z) {
+        CHECK(w.store.hold("memo1", "m", seatlock::quantity("zone" + std::to_string(z), 1))
+                  .is(seatlock::errc::unknown_zone));
+    }
+    CHECK(w.store.hold("memo1", "m", seatlock::quantity("floor", 1)));
     // Events seen before the memo started afresh are named right again.
     auto h = w.store.hold("memo0", "m", seatlock::quantity("floor", 1)).value();
     CHECK(h.seats == std::vector<std::string>{"2"});

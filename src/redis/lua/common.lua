@@ -136,18 +136,25 @@ end
 -- the zone, so the library remembers them (its state lives as long as the library is
 -- loaded): a call on an event it has seen builds no key name. The memo starts afresh
 -- once it holds 1,000 events.
-local function zone_key(K, names, kind, zone)
+local function zone_key(K, kind, zone)
+  local names = K.zone_keys[kind]
   local key = names[zone]
   if not key then
     key = K.prefix .. ':' .. kind .. K.tag .. ':' .. zone
+    -- Bounded whatever zone names callers send: afresh past 1,000.
+    if K.zone_names >= 1000 then
+      K.zone_keys, K.zone_names = {free = {}, seats = {}}, 0
+      names = K.zone_keys[kind]
+    end
     names[zone] = key
+    K.zone_names = K.zone_names + 1
   end
   return key
 end
 
-local function free_key(K, zone) return zone_key(K, K.free_keys, 'free', zone) end
+local function free_key(K, zone) return zone_key(K, 'free', zone) end
 
-local function seats_key(K, zone) return zone_key(K, K.seats_keys, 'seats', zone) end
+local function seats_key(K, zone) return zone_key(K, 'seats', zone) end
 
 local KEY_MEMO, key_memo_size = {}, 0
 
@@ -159,7 +166,7 @@ local function event_keys(prefix, event)
   K = {
     prefix = prefix, tag = tag, event = prefix .. ':event' .. tag, paid = prefix .. ':paid' .. tag,
     deadlines = prefix .. ':deadlines' .. tag, expired = prefix .. ':expired' .. tag,
-    free = free_key, seats = seats_key, free_keys = {}, seats_keys = {},
+    free = free_key, seats = seats_key, zone_keys = {free = {}, seats = {}}, zone_names = 0,
   }
   if key_memo_size >= 1000 then KEY_MEMO, key_memo_size = {}, 0 end
   by_event = KEY_MEMO[prefix] or {}
