@@ -141,19 +141,12 @@ private:
     int round_trips_;
 };
 
-/// The Redis keys a hold of one zone of one event touches, named as RedisBackend names
-/// them (src/redis/key_layout.hpp).
+/// The Redis keys a hold of one zone of one event touches, as RedisBackend names them
+/// (src/redis/key_layout.hpp builds them).
 struct ZoneKeys {
     std::string event;      ///< <prefix>:event:{<event>}, the event hash
     std::string deadlines;  ///< <prefix>:deadlines:{<event>}
     std::string free;       ///< <prefix>:free:{<event>}:<zone>, the zone's free seats
-
-    static ZoneKeys of(const std::string& prefix, const std::string& event,
-                       const std::string& zone) {
-        const std::string tag = ":{" + event + "}";
-        return {prefix + ":event" + tag, prefix + ":deadlines" + tag,
-                prefix + ":free" + tag + ":" + zone};
-    }
 };
 
 /// One caller of the command floor: holds its 3 named seats and releases them, one FCALL

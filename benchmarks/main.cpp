@@ -21,6 +21,7 @@
 #include "support/redis_server.hpp"
 #ifdef SEATLOCK_BENCH_REDIS_BACKEND
 #include <seatlock/backends/redis.hpp>
+#include "key_layout.hpp"
 #endif
 
 #include <fmt/core.h>
@@ -508,11 +509,14 @@ private:
             for (const auto& event : inventory.events())
                 detail::require(store.create_event(event), "create_event");
         }
+        const redis_detail::KeyLayout layout(options.prefix);
         auto make = [&](int i) -> Operation {
             const std::string event = inventory.event(i);
             auto floor = std::make_shared<CommandFloor>(
                 server_->host(), server_->port(),
-                ZoneKeys::of(options.prefix, event, inventory.zone()), event, inventory.holder(i),
+                ZoneKeys{layout.event_key("event", event), layout.event_key("deadlines", event),
+                         layout.event_key("free", event, inventory.zone())},
+                event, inventory.holder(i),
                 inventory.zone(), inventory.seats(i, 0));
             return [floor](Lap& lap) { return (*floor)(lap); };
         };

@@ -48,12 +48,6 @@ local function malformed(what)
   error({err = 'ERR seatlock: malformed argument: ' .. what})
 end
 
-local function split(s)
-  local out = {}
-  for word in string.gmatch(s or '', '%S+') do out[#out + 1] = word end
-  return out
-end
-
 -- Checks that ARGV[from..to] are ids: 1 to 128 characters of A-Z a-z 0-9 . _ @ + -. The
 -- lengths one by one, the characters in one pattern search over their concatenation. `names`
 -- (comma-separated) names them for the error; its last name stands for every argument
