@@ -1,10 +1,10 @@
 // benchmarks/hand_written.hpp: what seatlock is measured against, written directly on
 // hiredis with one connection per caller.
 //
-// SeedFlow is the seed apps' flow: lock each seat (SET NX PX), SET NX a hold key per
-// seat (Spring's setIfAbsent), unlock each seat with a compare-and-delete script; a
-// release locks each seat again, deletes the hold keys and unlocks. Keys use the seed
-// apps' vocabulary so they read the same in redis-cli.
+// ByHandFlow is the flow users write by hand on Redis: lock each seat (SET NX PX), SET
+// NX a hold key per seat (Spring's setIfAbsent), unlock each seat with a compare-and-delete script;
+// a release locks each seat again, deletes the hold keys and unlocks. Keys use the names such
+// hand-written services use, so they read the same in redis-cli.
 //
 // RawCeiling sends a script that does nothing, as many times per operation as seatlock
 // needs round trips: no client-side design that talks to Redis once per step can beat it.
@@ -30,21 +30,21 @@ namespace seatlock::bench {
 
 /// The SHA1s of the baseline's scripts, loaded once per server.
 struct BaselineScripts {
-    std::string seed_unlock;
+    std::string by_hand_unlock;
     std::string noop;
 
     static BaselineScripts load(Connection& c) {
-        return {c.load_script(scripts::seed_unlock), c.load_script(scripts::noop)};
+        return {c.load_script(scripts::by_hand_unlock), c.load_script(scripts::noop)};
     }
 };
 
-/// The keys of the seed apps' flow for a set of seats of one event.
-struct SeedSeats {
+/// The keys of the hand-written flow for a set of seats of one event.
+struct ByHandSeats {
     std::vector<std::string> lock_keys;
     std::vector<std::string> hold_keys;
 
-    static SeedSeats of(const std::string& event, const std::vector<std::string>& seats) {
-        SeedSeats keys;
+    static ByHandSeats of(const std::string& event, const std::vector<std::string>& seats) {
+        ByHandSeats keys;
         for (const auto& seat : seats) {
             keys.lock_keys.push_back("lock:seat:{" + event + "}:" + seat);
             keys.hold_keys.push_back("preempt:seat:{" + event + "}:" + seat);
@@ -53,62 +53,65 @@ struct SeedSeats {
     }
 };
 
-/// One caller of the seed apps' flow, on its own connection.
-class SeedFlow {
+/// One caller of the hand-written flow, on its own connection.
+class ByHandFlow {
 public:
-    /// A hold key lives this long, like the seeds' 10-minute preemption.
+    /// A hold key lives this long, a typical hand-written 10-minute hold.
     static constexpr const char* hold_ttl_ms = "600000";
-    /// A seat lock's lease (Redisson's leaseTime of the seeds).
+    /// A seat lock's lease (a typical Redisson leaseTime).
     static constexpr const char* lease_ms = "10000";
 
-    SeedFlow(const std::string& host, int port, const BaselineScripts& scripts, std::string holder)
-        : connection_(host, port), unlock_sha_(scripts.seed_unlock), holder_(std::move(holder)) {}
+    ByHandFlow(const std::string& host, int port, const BaselineScripts& scripts,
+               std::string holder)
+        : connection_(host, port),
+          unlock_sha_(scripts.by_hand_unlock),
+          holder_(std::move(holder)) {}
 
     /// Holds every seat: 3n commands for n seats.
-    void hold(const SeedSeats& seats) {
+    void hold(const ByHandSeats& seats) {
         lock_each(seats);
         for (const auto& key : seats.hold_keys) {
             Reply r = connection_.command({"SET", key, holder_, "NX", "PX", hold_ttl_ms});
             if (r->type != REDIS_REPLY_STATUS)
-                throw std::runtime_error("seed flow: " + key + " already held");
+                throw std::runtime_error("hand-written flow: " + key + " already held");
         }
         unlock_each(seats);
     }
 
     /// Releases every seat: 3n commands for n seats.
-    void release(const SeedSeats& seats) {
+    void release(const ByHandSeats& seats) {
         lock_each(seats);
         for (const auto& key : seats.hold_keys) {
             Reply r = connection_.command({"DEL", key});
             if (Connection::expect(r, REDIS_REPLY_INTEGER, "DEL")->integer != 1) {
-                throw std::runtime_error("seed flow: " + key + " was not held");
+                throw std::runtime_error("hand-written flow: " + key + " was not held");
             }
         }
         unlock_each(seats);
     }
 
     /// Redisson's MultiLock over the seats: one key at a time, then unlock each.
-    void lock_and_unlock(const SeedSeats& seats) {
+    void lock_and_unlock(const ByHandSeats& seats) {
         lock_each(seats);
         unlock_each(seats);
     }
 
 private:
-    void lock_each(const SeedSeats& seats) {
-        // A fresh owner per acquisition, as the seeds' UUID owners; a counter is cheaper
+    void lock_each(const ByHandSeats& seats) {
+        // A fresh owner per acquisition, as the UUID owners of such services; a counter is cheaper
         // than a UUID, which only flatters the baseline.
         owner_ = holder_ + ":" + std::to_string(++acquisitions_);
         for (const auto& key : seats.lock_keys) {
             Reply r = connection_.command({"SET", key, owner_, "NX", "PX", lease_ms});
             if (r->type != REDIS_REPLY_STATUS)
-                throw std::runtime_error("seed flow: " + key + " is locked");
+                throw std::runtime_error("hand-written flow: " + key + " is locked");
         }
     }
-    void unlock_each(const SeedSeats& seats) {
+    void unlock_each(const ByHandSeats& seats) {
         for (const auto& key : seats.lock_keys) {
             Reply r = connection_.command({"EVALSHA", unlock_sha_, "1", key, owner_});
             if (Connection::expect(r, REDIS_REPLY_INTEGER, "unlock")->integer != 1) {
-                throw std::runtime_error("seed flow: lost the lock " + key);
+                throw std::runtime_error("hand-written flow: lost the lock " + key);
             }
         }
     }
@@ -142,7 +145,7 @@ private:
 };
 
 /// The Redis keys a hold of one zone of one event touches, as RedisBackend names them
-/// (src/redis/key_layout.hpp builds them).
+/// (seatlock/redis/key_layout.hpp builds them).
 struct ZoneKeys {
     std::string event;      ///< <prefix>:event:{<event>}, the event hash
     std::string deadlines;  ///< <prefix>:deadlines:{<event>}

@@ -37,9 +37,9 @@ class LatencyHistogram {
 public:
     LatencyHistogram() : counts_(bucket_count, 0) {}
 
-    void record(std::int64_t ns) {
-        ++counts_[index(static_cast<std::uint64_t>(std::max<std::int64_t>(ns, 0)))];
-        ++total_;
+    void record(std::int64_t ns, std::uint64_t times = 1) {
+        counts_[index(static_cast<std::uint64_t>(std::max<std::int64_t>(ns, 0)))] += times;
+        total_ += times;
     }
 
     void merge(const LatencyHistogram& other) {
@@ -110,6 +110,7 @@ public:
 
 private:
     friend struct Runner;
+    friend class AsyncRunner;
     Clock::time_point mark_{};
 };
 

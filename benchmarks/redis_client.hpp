@@ -2,20 +2,29 @@
 // connection (one per caller of the hand-written baselines, one for the statistics), and
 // the server counters read around every Redis run.
 //
-// Three counters are read, because they answer three questions:
+// The counters answer these questions:
 //   commands  the sum of `calls` over INFO commandstats: every command Redis executed,
 //             including the ones a Lua script ran inside the server;
 //   replies   total_writes_processed from INFO stats: one per request/reply exchange
-//             for clients that wait for each reply, i.e. the round trips clients made;
+//             for clients that wait for each reply, i.e. the round trips clients made
+//             (a client with many requests in flight gets several replies per write);
+//   reads     total_reads_processed from INFO stats: the socket reads Redis made of
+//             requests. Requests per read says how much one system call carried: 1 for
+//             clients that wait for each reply, more when requests arrive together;
+//   scripts   calls and time of FCALL, EVALSHA and EVAL from INFO commandstats: a script
+//             is always a client's request (scripts cannot call scripts), and its
+//             usec_per_call is what the server spent on it, its commands included;
 //   cpu       used_cpu_user + used_cpu_sys from INFO cpu: the server's CPU time. Redis
 //             runs commands on one thread, so this bounds the operations per second any
 //             number of clients can get out of one server.
-// The statistics connection's own INFO calls are taken out of the first two.
+// The statistics connection's own INFO calls are taken out of the counts.
 #pragma once
 
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdint>
 #include <initializer_list>
@@ -105,18 +114,54 @@ private:
     std::unique_ptr<redisContext, ContextDeleter> context_;
 };
 
+/// The commands that run a script or function, as INFO commandstats names them.
+inline constexpr std::array<std::string_view, 3> script_commands{"fcall", "evalsha", "eval"};
+
+/// Calls of one command and the server time they took.
+struct CommandTime {
+    std::uint64_t calls = 0;
+    std::uint64_t usec = 0;
+};
+
 /// The server counters at one instant.
 struct ServerCounters {
     std::uint64_t commands = 0;  ///< commands executed, INFO itself left out
     std::uint64_t replies = 0;   ///< replies written, the one to this INFO left out
-    double cpu_seconds = 0;      ///< server CPU time, user + system
+    std::uint64_t reads = 0;     ///< socket reads of requests, the one of this INFO included
+    std::array<CommandTime, script_commands.size()> scripts{};  ///< by script_commands
+    double cpu_seconds = 0;                                     ///< server CPU time, user + system
 };
 
 /// What happened between two reads of the counters.
 struct CounterDelta {
     std::uint64_t commands = 0;
     std::uint64_t replies = 0;
+    std::uint64_t reads = 0;
+    std::array<CommandTime, script_commands.size()> scripts{};
     double cpu_seconds = 0;
+
+    CounterDelta& operator+=(const CounterDelta& other) {
+        commands += other.commands;
+        replies += other.replies;
+        reads += other.reads;
+        for (std::size_t i = 0; i < scripts.size(); ++i) {
+            scripts[i].calls += other.scripts[i].calls;
+            scripts[i].usec += other.scripts[i].usec;
+        }
+        cpu_seconds += other.cpu_seconds;
+        return *this;
+    }
+
+    /// The requests clients sent. A script call is always one, and so is a reply written to
+    /// a client that waits for each reply. Every client measured here either waits for each
+    /// reply (seatlock's blocking backend, the hand-written baselines) or sends nothing but
+    /// scripts and functions (node-redlock, seatlock's asynchronous API), so the larger of
+    /// the two counts is the exact one.
+    [[nodiscard]] std::uint64_t requests() const {
+        std::uint64_t calls = 0;
+        for (const auto& s : scripts) calls += s.calls;
+        return std::max(replies, calls);
+    }
 };
 
 namespace detail {
@@ -147,13 +192,23 @@ inline ServerCounters read_counters(Connection& stats) {
     // The INFO text is produced before its own reply is written: this call is not in
     // total_writes_processed yet, but the previous INFO call is.
     c.replies = detail::info_number(text, "total_writes_processed:");
+    // The read of this INFO's request happened before the text was made: it is counted.
+    c.reads = detail::info_number(text, "total_reads_processed:");
     c.cpu_seconds =
         detail::info_decimal(text, "used_cpu_user:") + detail::info_decimal(text, "used_cpu_sys:");
     for (std::size_t at = text.find("cmdstat_"); at != std::string_view::npos;
          at = text.find("cmdstat_", at + 1)) {
         const std::size_t colon = text.find(':', at);
-        if (text.substr(at, colon - at) == "cmdstat_info") continue;
-        c.commands += detail::info_number(text, "calls=", colon);
+        const std::string_view name = text.substr(at + 8, colon - at - 8);
+        if (name == "info") continue;
+        const std::uint64_t calls = detail::info_number(text, "calls=", colon);
+        c.commands += calls;
+        const auto script = std::find(script_commands.begin(), script_commands.end(), name);
+        if (script != script_commands.end()) {
+            auto& time = c.scripts[static_cast<std::size_t>(script - script_commands.begin())];
+            time.calls = calls;
+            time.usec = detail::info_number(text, "usec=", colon);
+        }
     }
     return c;
 }
@@ -161,9 +216,17 @@ inline ServerCounters read_counters(Connection& stats) {
 /// The work clients caused between `before` and `after`, both read with read_counters on
 /// the same connection.
 inline CounterDelta between(const ServerCounters& before, const ServerCounters& after) {
-    // `after` counts the reply to the INFO that read `before`.
-    return {after.commands - before.commands, after.replies - before.replies - 1,
-            after.cpu_seconds - before.cpu_seconds};
+    CounterDelta d;
+    d.commands = after.commands - before.commands;
+    // `after` counts the reply to the INFO that read `before`, and the read of its own.
+    d.replies = after.replies - before.replies - 1;
+    d.reads = after.reads - before.reads - 1;
+    for (std::size_t i = 0; i < d.scripts.size(); ++i) {
+        d.scripts[i].calls = after.scripts[i].calls - before.scripts[i].calls;
+        d.scripts[i].usec = after.scripts[i].usec - before.scripts[i].usec;
+    }
+    d.cpu_seconds = after.cpu_seconds - before.cpu_seconds;
+    return d;
 }
 
 /// used_memory from INFO memory, in bytes.

@@ -1,13 +1,17 @@
 // benchmarks/scenarios.hpp: the operations seatlock is measured on, written once over the
 // public API (LockManager, SeatHoldStore) and run on every backend, and the inventory
 // they work on, which the hand-written baselines share so that both touch the same seats.
+// Some have an asynchronous twin, the same operation through the async_* calls.
 //
 // Callers never get in each other's way unless the scenario is about contention: each
 // has its own lock keys, its own seats and its own holder id.
 #pragma once
 
 #include <array>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/io_context.hpp>
 #include <cstdint>
+#include <random>
 #include <seatlock/backend.hpp>
 #include <seatlock/hold_store.hpp>
 #include <seatlock/lock_manager.hpp>
@@ -16,40 +20,53 @@
 #include <string_view>
 #include <vector>
 
+#include "async_runner.hpp"
 #include "harness.hpp"
 
 namespace seatlock::bench {
 
 enum class Scenario {
-    lock,             ///< lock one key, unlock it
-    lock_all,         ///< lock_all of 3 keys in one step, unlock them
-    hold_release,     ///< hold 3 named seats, release them
-    hold_confirm,     ///< hold 3 named seats, confirm (pay) them: uses seats up
-    ga_hold_release,  ///< hold 2 places of a general-admission zone, release them
-    contended_hold,   ///< ten callers per seat try to hold it; the winner releases it
-    hold_kept,        ///< hold 3 named seats and keep them: fills 100,000 seats, memory per seat
+    lock,               ///< lock one key, unlock it
+    lock_all,           ///< lock_all of 3 keys in one step, unlock them
+    try_lock_all,       ///< try_lock_all of 3 random keys of a shared 1,000, no retry; unlock them
+    hold_release,       ///< hold 3 named seats, release them
+    hold_confirm,       ///< hold 3 named seats, confirm (pay) them: uses seats up
+    ga_hold_release,    ///< hold 2 places of a general-admission zone, release them
+    contended_hold,     ///< ten callers per seat try to hold it; the winner releases it
+    hold_kept,          ///< hold 3 named seats and keep them: fills 100,000 seats, memory per seat
+    http_hold_release,  ///< the ticketing server over HTTP: hold 1 place, release it (run.cpp)
 };
 
 struct ScenarioInfo {
     Scenario id;
     std::string_view name;
     std::string_view what;
-    int round_trips;     ///< seatlock's storage steps per operation (contended: 1 when refused)
-    int seed_trips;      ///< the seed flow's round trips per operation; 0: no seed version
+    int round_trips;     ///< seatlock's storage steps per operation (1 when refused)
+    int by_hand_trips;   ///< the hand-written flow's round trips per operation; 0: no hand-written
+                         ///< version
     bool uses_up_seats;  ///< runs a fixed number of operations, never for a duration
+    bool may_refuse;     ///< callers get in each other's way: a refusal is an operation too
 };
 
-inline constexpr std::array<ScenarioInfo, 7> scenarios{{
-    {Scenario::lock, "lock+unlock", "lock one key, unlock it", 2, 2, false},
-    {Scenario::lock_all, "lock_all3+unlock", "lock 3 keys at once, unlock them", 2, 6, false},
-    {Scenario::hold_release, "hold3+release", "hold 3 named seats, release them", 2, 18, false},
-    {Scenario::hold_confirm, "hold3+confirm", "hold 3 named seats, pay them", 2, 0, true},
+inline constexpr std::array<ScenarioInfo, 9> scenarios{{
+    {Scenario::lock, "lock+unlock", "lock one key, unlock it", 2, 2, false, false},
+    {Scenario::lock_all, "lock_all3+unlock", "lock 3 keys at once, unlock them", 2, 6, false,
+     false},
+    {Scenario::try_lock_all, "try_lock_all3+unlock",
+     "try once to lock 3 random keys of 1,000 in one group, unlock them", 2, 0, false, true},
+    {Scenario::hold_release, "hold3+release", "hold 3 named seats, release them", 2, 18, false,
+     false},
+    {Scenario::hold_confirm, "hold3+confirm", "hold 3 named seats, pay them", 2, 0, true, false},
     {Scenario::ga_hold_release, "ga_hold2+release", "hold 2 general-admission places, release them",
-     2, 0, false},
+     2, 0, false, false},
     {Scenario::contended_hold, "contended_hold1",
-     "ten callers per seat: hold it, release it when won", 2, 0, false},
+     "ten callers per seat: hold it, release it when won", 2, 0, false, true},
     {Scenario::hold_kept, "hold3_kept", "hold 3 named seats and keep them (memory per held seat)",
-     1, 9, true},
+     1, 9, true, false},
+    // Storage steps of the server: a hold, and a release, each under its row's lock.
+    {Scenario::http_hold_release, "http_hold+release",
+     "the ticketing server over HTTP: hold 1 general-admission place, release it", 6, 0, false,
+     false},
 }};
 
 inline const ScenarioInfo& info(Scenario s) {
@@ -59,8 +76,41 @@ inline const ScenarioInfo& info(Scenario s) {
     throw std::logic_error("unknown scenario");
 }
 
+/// Whether the scenario also runs through the asynchronous API (SeatlockScenario::async_caller).
+constexpr bool has_async_twin(Scenario s) {
+    return s == Scenario::lock_all || s == Scenario::try_lock_all || s == Scenario::hold_release;
+}
+
 /// Callers that try to hold the same seat in contended_hold.
 inline constexpr int contenders_per_seat = 10;
+
+/// try_lock_all's keys: one group of shared_lock_keys keys, "game1:k0" to "game1:k999", of
+/// which every operation picks 3 at random, as node-redlock's peer does with the same Redis
+/// key names.
+inline constexpr int shared_lock_keys = 1000;
+inline constexpr std::string_view shared_lock_key_stem = "game1:k";
+
+/// Picks 3 distinct keys of the shared group at random, for one caller. Not a lock owner
+/// token: a fast generator is enough to spread the keys.
+class SharedLockKeys {
+public:
+    explicit SharedLockKeys(int caller) : random_(static_cast<std::uint_fast32_t>(caller) + 1) {}
+
+    [[nodiscard]] std::vector<std::string> pick3() {
+        std::uniform_int_distribution<int> key(0, shared_lock_keys - 1);
+        int n[3] = {key(random_), 0, 0};
+        do n[1] = key(random_);
+        while (n[1] == n[0]);
+        do n[2] = key(random_);
+        while (n[2] == n[0] || n[2] == n[1]);
+        std::vector<std::string> keys;
+        for (int k : n) keys.push_back(std::string(shared_lock_key_stem) + std::to_string(k));
+        return keys;
+    }
+
+private:
+    std::minstd_rand random_;
+};
 
 /// Where every caller's keys and seats are, for one run of one scenario.
 class Inventory {
@@ -120,6 +170,7 @@ public:
         switch (scenario_) {
             case Scenario::lock:
             case Scenario::lock_all:
+            case Scenario::try_lock_all:
                 return {};
             case Scenario::ga_hold_release:
                 // Room for every caller twice over: never sold out.
@@ -138,6 +189,8 @@ public:
             case Scenario::hold_confirm:
             case Scenario::hold_kept:
                 break;
+            case Scenario::http_hold_release:
+                return {};  // the server's own venue
         }
         auto seats_of = [&](int caller, std::vector<SeatSpec>& into) {
             const std::string base = "c" + std::to_string(caller) + "-";
@@ -198,7 +251,7 @@ public:
                     auto guard = locks_.lock(key);
                     detail::require(guard, "lock");
                     lap.first_step_done();
-                    check_unlocked(guard->unlock());
+                    detail::require(guard->unlock(), "unlock");
                     return Outcome::done;
                 };
             case Scenario::lock_all:
@@ -206,7 +259,16 @@ public:
                     auto guard = locks_.lock_all(keys);
                     detail::require(guard, "lock_all");
                     lap.first_step_done();
-                    check_unlocked(guard->unlock());
+                    detail::require(guard->unlock(), "unlock");
+                    return Outcome::done;
+                };
+            case Scenario::try_lock_all:
+                return [this, keys = SharedLockKeys(caller)](Lap& lap) mutable {
+                    auto guard = locks_.try_lock_all(keys.pick3());
+                    lap.first_step_done();
+                    if (guard.is(errc::lock_busy)) return Outcome::refused;
+                    detail::require(guard, "try_lock_all");
+                    detail::require(guard->unlock(), "unlock");
                     return Outcome::done;
                 };
             case Scenario::hold_release:
@@ -237,6 +299,8 @@ public:
             case Scenario::hold_confirm:
             case Scenario::hold_kept:
                 break;
+            case Scenario::http_hold_release:
+                throw std::logic_error("http_hold+release runs over HTTP, not in process");
         }
         // The scenarios that use seats up: every operation has its own seats (and, when
         // kept, its own buyer, so that the default 3-seat limit per buyer holds).
@@ -263,17 +327,68 @@ public:
         };
     }
 
+    /// Slot `slot`'s operation through the asynchronous API, for the scenarios that have
+    /// one (has_async_twin): the same steps as caller(slot)'s, each completing on `io`.
+    AsyncOperation async_caller(int slot, boost::asio::io_context& io) {
+        using boost::asio::bind_executor;
+        switch (inventory_.scenario()) {
+            case Scenario::lock_all:
+                return [this, &io, keys = inventory_.lock_keys(slot)](Lap& lap, const Done& done) {
+                    locks_.async_lock_all(
+                        keys, bind_executor(io, [&io, &lap, &done](Result<MultiLock<B>> guard) {
+                            detail::require(guard, "async_lock_all");
+                            lap.first_step_done();
+                            unlock(std::move(*guard), io, done);
+                        }));
+                };
+            case Scenario::try_lock_all:
+                return
+                    [this, &io, keys = SharedLockKeys(slot)](Lap& lap, const Done& done) mutable {
+                        locks_.async_try_lock_all(
+                            keys.pick3(),
+                            bind_executor(io, [&io, &lap, &done](Result<MultiLock<B>> guard) {
+                                lap.first_step_done();
+                                if (guard.is(errc::lock_busy)) return done(Outcome::refused);
+                                detail::require(guard, "async_try_lock_all");
+                                unlock(std::move(*guard), io, done);
+                            }));
+                    };
+            case Scenario::hold_release:
+                return [this, &io, event = inventory_.event(slot), holder = inventory_.holder(slot),
+                        request = named_seats(inventory_.zone(), inventory_.seats(slot, 0))](
+                           Lap& lap, const Done& done) {
+                    store_.async_hold(
+                        event, holder, request,
+                        bind_executor(io, [this, &io, &lap, &done](Result<Hold> hold) {
+                            detail::require(hold, "async_hold");
+                            lap.first_step_done();
+                            store_.async_release(hold->token,
+                                                 bind_executor(io, [&done](Result<void> released) {
+                                                     detail::require(released, "async_release");
+                                                     done(Outcome::done);
+                                                 }));
+                        }));
+                };
+            default:
+                throw std::logic_error("no asynchronous version of " +
+                                       std::string(info(inventory_.scenario()).name));
+        }
+    }
+
 private:
+    // Unlocks without waiting; the guard may go once the release is sent.
+    static void unlock(MultiLock<B> guard, boost::asio::io_context& io, const Done& done) {
+        guard.async_unlock(boost::asio::bind_executor(io, [&done](Result<void> unlocked) {
+            detail::require(unlocked, "async_unlock");
+            done(Outcome::done);
+        }));
+    }
+
     static HoldPolicy policy(Scenario s) {
         HoldPolicy p;
         // A confirming buyer piles up paid seats: lift the per-buyer limit there only.
         if (s == Scenario::hold_confirm) p.max_seats_per_holder = 0;
         return p;
-    }
-
-    static void check_unlocked(const Result<bool>& released) {
-        detail::require(released, "unlock");
-        if (!*released) throw std::runtime_error("unlock: the lease ran out before the unlock");
     }
 
     Inventory inventory_;

@@ -5,7 +5,7 @@
 -- tell how much of seatlock's server time the commands themselves take; the rest is
 -- seatlock's own Lua. Callers hold one hold at a time on seats of their own, so every
 -- branch the real functions take here is known in advance.
--- KEYS: the event hash, the deadlines set, the zone's free set (key_layout.hpp's names).
+-- KEYS: the event hash, the deadlines set, the zone's free set (seatlock/redis/key_layout.hpp's names).
 
 -- hold: ARGV = token, holder, zone, then exactly 3 seats.
 -- Returns ZREM's reply, the seats taken off the free set: 3 unless the data is wrong.

@@ -9,9 +9,11 @@
 #include <boost/url/parse.hpp>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 #include <seatlock/keys.hpp>
 
 #include "log.hpp"
+#include "web_assets.hpp"
 
 namespace ticketing {
 namespace http = boost::beast::http;
@@ -25,11 +27,18 @@ struct Api::Call {
     std::vector<std::string> path;
     std::vector<std::pair<std::string, std::string>> query;
     std::vector<std::string> params;
+    // Whether the client may send the same request again after a 5xx: false only for a
+    // hold without an Idempotency-Key whose outcome is unknown (a retry could hold twice).
+    bool retry_safe = true;
 };
 
 namespace {
 
-constexpr std::int64_t max_extend_s = 2 * 3600;
+// The most an extend asks the library for. The library caps an extension at the hold's
+// creation + max_hold_lifetime (2 hours in this server) and never refuses a longer one;
+// a year is far past that cap, so clamping changes no answer, and it keeps ttl_s in
+// milliseconds, and the storage's now + ttl, far from overflow.
+constexpr std::int64_t extend_clamp_s = 366LL * 24 * 3600;
 
 // Bad input found while reading a request; handle() answers it. Thrown rather than
 // returned so that handlers read as the happy path, with each input check one line.
@@ -73,11 +82,14 @@ json::array to_json(const std::vector<std::string>& items) {
 }
 
 json::object to_json(const seatlock::Hold& hold) {
-    return {{"token", hold.token},
-            {"event", hold.event},
-            {"zone", hold.zone},
-            {"seats", to_json(hold.seats)},
-            {"expires_at", iso_time(hold.expires_at)}};
+    json::object out{{"token", hold.token},
+                     {"event", hold.event},
+                     {"zone", hold.zone},
+                     {"seats", to_json(hold.seats)},
+                     {"expires_at", iso_time(hold.expires_at)},
+                     {"status", seatlock::to_string(hold.status)}};
+    if (!hold.order_id.empty()) out["order_id"] = hold.order_id;
+    return out;
 }
 
 json::object to_json(const seatlock::Order& order) {
@@ -90,12 +102,8 @@ json::object to_json(const seatlock::Order& order) {
             {"paid_at", iso_time(order.paid_at)}};
 }
 
-const char* kind_name(seatlock::ZoneKind kind) {
-    return kind == seatlock::ZoneKind::general_admission ? "general_admission" : "named";
-}
-
 json::object to_json(const seatlock::ZoneState& zone) {
-    json::object out{{"zone", zone.zone},         {"kind", kind_name(zone.kind)},
+    json::object out{{"zone", zone.zone},         {"kind", to_string(zone.kind)},
                      {"capacity", zone.capacity}, {"free", zone.free},
                      {"held", zone.held},         {"paid", zone.paid}};
     if (zone.kind == seatlock::ZoneKind::named) {
@@ -112,7 +120,7 @@ json::object to_json(const seatlock::ZoneState& zone) {
 json::object to_json(const seatlock::EventSpec& event) {
     json::array zones;
     for (const auto& zone : event.zones) {
-        json::object z{{"id", zone.id}, {"kind", kind_name(zone.kind)}};
+        json::object z{{"id", zone.id}, {"kind", to_string(zone.kind)}};
         if (zone.kind == seatlock::ZoneKind::general_admission) {
             z["capacity"] = zone.capacity;
         } else {
@@ -128,6 +136,82 @@ json::object to_json(const seatlock::EventSpec& event) {
         zones.push_back(std::move(z));
     }
     return {{"id", event.id}, {"name", event.name}, {"zones", std::move(zones)}};
+}
+
+json::object to_json(const PendingReservation& row) {
+    return {
+        {"token", row.token},
+        {"event", row.event},
+        {"zone", row.zone},
+        {"seats", to_json(row.seats)},
+        {"expires_at", iso_time(seatlock::WallTime(std::chrono::milliseconds(row.expires_at_ms)))},
+        {"status", "held"}};
+}
+
+json::object to_json(const OrderRecord& order) {
+    return {{"order_id", order.order_id},
+            {"event", order.event},
+            {"zone", order.zone},
+            {"seats", to_json(order.seats)},
+            {"hold_token", order.hold_token},
+            {"status", order.cancelled ? "cancelled" : "paid"},
+            {"paid_at", iso_time(seatlock::WallTime(std::chrono::milliseconds(order.paid_at_ms)))}};
+}
+
+// {"<name>": [each item as JSON]}: the buyer's lists.
+template <typename Items>
+json::object listing(std::string_view name, const Items& items) {
+    json::array list;
+    for (const auto& item : items) list.push_back(to_json(item));
+    return {{name, std::move(list)}};
+}
+
+// ---- conditional requests (RFC 9110 section 13.1.2)
+
+// A strong validator of a response: the FNV-1a hash of its body. Two processes serving
+// the same state answer the same tag, so a page may poll any of them.
+std::string entity_tag(std::string_view body) {
+    std::uint64_t hash = 0xcbf29ce484222325ULL;
+    for (const char c : body) {
+        hash ^= static_cast<unsigned char>(c);
+        hash *= 0x100000001b3ULL;
+    }
+    return fmt::format("\"{:016x}\"", hash);
+}
+
+// Whether If-None-Match names `tag` (or is "*"). GET compares weakly: W/"x" matches "x".
+bool none_match_names(const HttpRequest& request, std::string_view tag) {
+    const auto [first, last] = request.equal_range(http::field::if_none_match);
+    for (auto line = first; line != last; ++line) {
+        std::string_view list(line->value().data(), line->value().size());
+        while (!list.empty()) {
+            const auto comma = list.find(',');
+            std::string_view item = list.substr(0, comma);
+            list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+            while (!item.empty() && (item.front() == ' ' || item.front() == '\t'))
+                item.remove_prefix(1);
+            while (!item.empty() && (item.back() == ' ' || item.back() == '\t'))
+                item.remove_suffix(1);
+            if (item.starts_with("W/")) item.remove_prefix(2);
+            if (item == "*" || item == tag) return true;
+        }
+    }
+    return false;
+}
+
+// A successful GET gets its ETag, and becomes 304 without a body when the client has it.
+// no-cache: a browser may keep the answer but must ask again before using it.
+HttpResponse conditional(const HttpRequest& request, HttpResponse response) {
+    if (request.method() != http::verb::get || response.result() != http::status::ok)
+        return response;
+    const std::string tag = entity_tag(response.body());
+    response.set(http::field::etag, tag);
+    response.set(http::field::cache_control, "no-cache");
+    if (!none_match_names(request, tag)) return response;
+    HttpResponse unchanged(http::status::not_modified, response.version());
+    for (const auto field : {http::field::etag, http::field::cache_control})
+        unchanged.set(field, response[field]);
+    return unchanged;
 }
 
 // ---- reading requests
@@ -186,6 +270,18 @@ std::int64_t integer_field(const json::object& body, std::string_view name) {
     bad_input(fmt::format("field '{}' must be a whole number", name));
 }
 
+// The optional ?event= of the buyer's listings; no other parameter.
+std::optional<std::string> event_filter(
+    const std::vector<std::pair<std::string, std::string>>& query) {
+    std::optional<std::string> event;
+    for (const auto& [key, value] : query) {
+        if (key != "event")
+            bad_input(fmt::format("unknown query parameter '{}'; expected event", key));
+        event = value;
+    }
+    return event;
+}
+
 std::vector<std::string> string_list_field(const json::object& body, std::string_view name) {
     const json::value* value = body.if_contains(name);
     if (!value || !value->is_array())
@@ -198,23 +294,6 @@ std::vector<std::string> string_list_field(const json::object& body, std::string
     return items;
 }
 
-// Outcomes caused by the state of seats or holds, not by bad input: counted by kind.
-bool is_conflict(errc e) {
-    switch (e) {
-        case errc::seat_taken:
-        case errc::sold_out:
-        case errc::limit_exceeded:
-        case errc::active_hold_exists:
-        case errc::hold_expired:
-        case errc::hold_not_active:
-        case errc::order_conflict:
-        case errc::not_owner:
-            return true;
-        default:
-            return false;
-    }
-}
-
 }  // namespace
 
 HttpResponse error_response(http::status status, std::string_view code, std::string_view message) {
@@ -222,42 +301,17 @@ HttpResponse error_response(http::status status, std::string_view code, std::str
 }
 
 http::status status_for(const std::error_code& code) {
+    using seatlock::condition;
     if (code.category() != seatlock::error_category()) return http::status::internal_server_error;
-    switch (static_cast<errc>(code.value())) {
-        case errc::invalid_argument:
-            return http::status::bad_request;
-        case errc::unknown_event:
-        case errc::unknown_zone:
-        case errc::unknown_seat:
-        case errc::unknown_hold:
-        case errc::unknown_order:
-            return http::status::not_found;
-        case errc::seat_taken:
-        case errc::sold_out:
-        case errc::active_hold_exists:
-        case errc::hold_not_active:
-        case errc::order_conflict:
-        case errc::event_exists:
-            return http::status::conflict;
-        case errc::limit_exceeded:
-            return http::status::unprocessable_entity;
-        case errc::hold_expired:
-            return http::status::gone;
-        case errc::not_owner:
-            return http::status::forbidden;
-        // Contention and storage trouble: nothing was changed, try again shortly.
-        case errc::lock_timeout:
-        case errc::lock_busy:
-        case errc::lock_not_owned:
-        case errc::connection_failed:
-        case errc::timeout:
-        case errc::io_error:
-        case errc::auth_failed:
-        case errc::protocol_error:
-        case errc::script_error:
-        case errc::outcome_unknown:
-            return http::status::service_unavailable;
-    }
+    // Contention and storage trouble first: nothing was changed, try again shortly.
+    if (code == condition::busy || code == condition::storage_unavailable)
+        return http::status::service_unavailable;
+    if (code == errc::limit_exceeded) return http::status::unprocessable_entity;
+    if (code == condition::bad_input) return http::status::bad_request;
+    if (code == condition::not_found) return http::status::not_found;
+    if (code == condition::forbidden) return http::status::forbidden;
+    if (code == condition::expired) return http::status::gone;
+    if (code == condition::conflict) return http::status::conflict;
     return http::status::internal_server_error;
 }
 
@@ -279,46 +333,63 @@ HttpResponse Api::failure(const Call& call, const seatlock::Failure& f) {
         extra["current"] = f.current;
     }
     if (e == errc::sold_out && f.current >= 0) extra["available"] = f.current;
-    if (is_conflict(e)) metrics_->conflict(seatlock::to_string(e));
+    // Outcomes caused by the state of seats or holds, not by bad input: counted by kind.
+    if (f.code == seatlock::condition::conflict) metrics_->conflict(seatlock::to_string(e));
+    if (status == http::status::service_unavailable) {
+        const bool safe = call.retry_safe || e != errc::outcome_unknown;
+        extra["retry_safe"] = safe;
+        if (!safe) {
+            extra["message"] = f.detail +
+                               "; the hold may have been made: send an Idempotency-Key to make "
+                               "retries safe";
+        }
+    }
     auto response = error_with_details(status, seatlock::to_string(e), f.detail, std::move(extra));
     if (status == http::status::service_unavailable) response.set(http::field::retry_after, "1");
     return response;
 }
 
-HttpResponse Api::handle(const HttpRequest& request) {
+Api::Answer Api::handle(HttpRequest request) {
+    // What went wrong, answered after the catch (a handler may not co_await, and the
+    // answer is plain data anyway).
+    std::optional<HttpResponse> refused;
     try {
         const std::string_view target(request.target().data(), request.target().size());
         const auto url = boost::urls::parse_origin_form(target);
-        if (!url)
-            return error_response(http::status::bad_request, "invalid_argument",
-                                  "malformed request target");
+        if (!url) {
+            co_return error_response(http::status::bad_request, "invalid_argument",
+                                     "malformed request target");
+        }
         Call call{request, {}, {}, {}};
         for (auto segment : url->segments()) call.path.emplace_back(segment);
         for (auto param : url->params()) call.query.emplace_back(param.key, param.value);
-        return route(call);
+        auto response = co_await route(call);
+        co_return conditional(request, std::move(response));
     } catch (const BadInput& e) {
-        return error_response(e.status, e.code, e.message);
+        refused = error_response(e.status, e.code, e.message);
     } catch (const DatabaseError& e) {
         log("database: {}", e.what());
-        auto response =
-            error_response(http::status::service_unavailable, "database_unavailable", e.what());
-        response.set(http::field::retry_after, "1");
-        return response;
+        refused = error_with_details(http::status::service_unavailable, "database_unavailable",
+                                     e.what(), json::object{{"retry_safe", true}});
+        refused->set(http::field::retry_after, "1");
     } catch (const std::exception& e) {
         log("{} {} failed: {}", std::string_view(request.method_string()),
             std::string_view(request.target()), e.what());
-        return error_response(http::status::internal_server_error, "internal_error", e.what());
+        refused = error_response(http::status::internal_server_error, "internal_error", e.what());
     }
+    co_return std::move(*refused);
 }
 
-HttpResponse Api::route(Call& call) {
-    using Handler = HttpResponse (Api::*)(Call&);
+Api::Answer Api::route(Call& call) {
+    using Handler = Answer (Api::*)(Call&);
     struct Route {
         http::verb verb;
         std::array<std::string_view, 3> pattern;  // "*" matches one segment; "" ends it
         Handler handler;
     };
-    static constexpr std::array<Route, 9> routes = {{
+    static constexpr std::array<Route, 13> routes = {{
+        {http::verb::get, {""}, &Api::page},
+        {http::verb::get, {"assets", "*"}, &Api::asset},
         {http::verb::get, {"healthz"}, &Api::healthz},
         {http::verb::get, {"metrics"}, &Api::metrics},
         {http::verb::get, {"events"}, &Api::events},
@@ -328,6 +399,8 @@ HttpResponse Api::route(Call& call) {
         {http::verb::post, {"holds", "*", "confirm"}, &Api::confirm},
         {http::verb::delete_, {"holds", "*"}, &Api::release},
         {http::verb::post, {"orders", "*", "cancel"}, &Api::cancel},
+        {http::verb::get, {"me", "holds"}, &Api::my_holds},
+        {http::verb::get, {"me", "orders"}, &Api::my_orders},
     }};
 
     std::string allowed;
@@ -351,56 +424,64 @@ HttpResponse Api::route(Call& call) {
             continue;
         }
         call.params = std::move(params);
-        return (this->*route.handler)(call);
+        co_return co_await (this->*route.handler)(call);
     }
     if (!allowed.empty()) {
         auto response = error_response(
             http::status::method_not_allowed, "method_not_allowed",
             fmt::format("{} takes {}", std::string_view(call.request.target()), allowed));
         response.set(http::field::allow, allowed);
-        return response;
+        co_return response;
     }
-    return error_response(http::status::not_found, "not_found",
-                          fmt::format("no endpoint {}", std::string_view(call.request.target())));
+    co_return error_response(
+        http::status::not_found, "not_found",
+        fmt::format("no endpoint {}", std::string_view(call.request.target())));
 }
 
 // ---- handlers
 
-HttpResponse Api::healthz(Call&) {
-    return json_response(http::status::ok, json::object{{"status", "ok"}});
+Api::Answer Api::healthz(Call&) {
+    if (auto trouble = ticketing_->trouble()) {
+        auto response =
+            json_response(http::status::service_unavailable,
+                          json::object{{"status", "storage_lost"}, {"reason", *trouble}});
+        response.set(http::field::retry_after, "1");
+        co_return response;
+    }
+    co_return json_response(http::status::ok, json::object{{"status", "ok"}});
 }
 
-HttpResponse Api::metrics(Call&) {
+Api::Answer Api::metrics(Call&) {
     HttpResponse response(http::status::ok, 11);
     response.set(http::field::content_type, "text/plain; version=0.0.4");
     response.body() = metrics_->render();
-    return response;
+    co_return response;
 }
 
-HttpResponse Api::events(Call& call) {
-    auto events = ticketing_->events();
-    if (!events) return failure(call, events.error());
+Api::Answer Api::events(Call& call) {
+    auto events = co_await ticketing_->events();
+    if (!events) co_return failure(call, events.error());
     json::array list;
     for (const auto& event : *events) list.push_back(to_json(event));
-    return json_response(http::status::ok, json::object{{"events", std::move(list)}});
+    co_return json_response(http::status::ok, json::object{{"events", std::move(list)}});
 }
 
-HttpResponse Api::seats(Call& call) {
+Api::Answer Api::seats(Call& call) {
     std::optional<std::string> zone;
     for (const auto& [key, value] : call.query) {
         if (key != "zone")
             bad_input(fmt::format("unknown query parameter '{}'; expected zone", key));
         zone = value;
     }
-    auto zones = ticketing_->seats(call.params[0], zone);
-    if (!zones) return failure(call, zones.error());
+    auto zones = co_await ticketing_->seats(call.params[0], zone);
+    if (!zones) co_return failure(call, zones.error());
     json::array list;
     for (const auto& z : *zones) list.push_back(to_json(z));
-    return json_response(http::status::ok,
-                         json::object{{"event", call.params[0]}, {"zones", std::move(list)}});
+    co_return json_response(http::status::ok,
+                            json::object{{"event", call.params[0]}, {"zones", std::move(list)}});
 }
 
-HttpResponse Api::hold(Call& call) {
+Api::Answer Api::hold(Call& call) {
     const std::string user = buyer(call.request);
     const json::object body = body_object(call.request, true);
     only_fields(body, {"zone", "seats", "quantity", "best_available"});
@@ -416,49 +497,107 @@ HttpResponse Api::hold(Call& call) {
     else
         request = seatlock::best_available(zone, integer_field(body, "best_available"));
 
-    auto hold = ticketing_->hold(user, call.params[0], request);
-    if (!hold) return failure(call, hold.error());
-    auto response = json_response(http::status::created, to_json(*hold));
+    std::string key;
+    if (const auto header = call.request.find("Idempotency-Key"); header != call.request.end()) {
+        key = std::string(header->value());
+        if (auto ok = seatlock::validate_id("Idempotency-Key", key); !ok)
+            bad_input(ok.error().detail);
+    }
+    call.retry_safe = !key.empty();
+    auto hold = co_await ticketing_->hold(user, call.params[0], request, key);
+    if (!hold) co_return failure(call, hold.error());
+    // A replay answers what the first request made, as it stands now.
+    auto response =
+        json_response(hold->replayed ? http::status::ok : http::status::created, to_json(*hold));
     response.set(http::field::location, "/holds/" + hold->token);
-    return response;
+    if (hold->replayed) response.set("Idempotent-Replayed", "true");
+    co_return response;
 }
 
-HttpResponse Api::extend(Call& call) {
+Api::Answer Api::extend(Call& call) {
     const std::string user = buyer(call.request);
     const json::object body = body_object(call.request, true);
     only_fields(body, {"ttl_s"});
     const std::int64_t ttl = integer_field(body, "ttl_s");
-    if (ttl < 1 || ttl > max_extend_s)
-        bad_input(fmt::format("ttl_s must be from 1 to {}", max_extend_s));
-    auto hold = ticketing_->extend(user, call.params[0], std::chrono::seconds(ttl));
-    if (!hold) return failure(call, hold.error());
-    return json_response(http::status::ok, to_json(*hold));
+    if (ttl < 1) bad_input("ttl_s must be a positive number of seconds");
+    const seatlock::Millis asked =
+        std::chrono::seconds(ttl < extend_clamp_s ? ttl : extend_clamp_s);
+    auto hold = co_await ticketing_->extend(user, call.params[0], asked);
+    if (!hold) co_return failure(call, hold.error());
+    co_return json_response(http::status::ok, to_json(*hold));
 }
 
-HttpResponse Api::confirm(Call& call) {
+Api::Answer Api::confirm(Call& call) {
     const std::string user = buyer(call.request);
     const json::object body = body_object(call.request, true);
     only_fields(body, {"payment_id"});
-    auto order = ticketing_->confirm(user, call.params[0], string_field(body, "payment_id"));
-    if (!order) return failure(call, order.error());
-    return json_response(http::status::ok, to_json(*order));
+    const std::string payment_id = string_field(body, "payment_id");
+    auto order = co_await ticketing_->confirm(user, call.params[0], payment_id);
+    if (!order) co_return failure(call, order.error());
+    co_return json_response(http::status::ok, to_json(*order));
 }
 
-HttpResponse Api::release(Call& call) {
+Api::Answer Api::release(Call& call) {
     const std::string user = buyer(call.request);
     only_fields(body_object(call.request, false), {});
-    if (auto released = ticketing_->release(user, call.params[0]); !released) {
-        return failure(call, released.error());
+    auto released = co_await ticketing_->release(user, call.params[0]);
+    if (!released) co_return failure(call, released.error());
+    co_return HttpResponse(http::status::no_content, 11);
+}
+
+Api::Answer Api::cancel(Call& call) {
+    const std::string user = buyer(call.request);
+    only_fields(body_object(call.request, false), {});
+    auto order = co_await ticketing_->cancel(user, call.params[0]);
+    if (!order) co_return failure(call, order.error());
+    co_return json_response(http::status::ok, to_json(*order));
+}
+
+Api::Answer Api::my_holds(Call& call) {
+    const std::string user = buyer(call.request);
+    auto holds = co_await ticketing_->holds_of(user, event_filter(call.query));
+    if (!holds) co_return failure(call, holds.error());
+    co_return json_response(http::status::ok, listing("holds", *holds));
+}
+
+Api::Answer Api::my_orders(Call& call) {
+    const std::string user = buyer(call.request);
+    auto orders = co_await ticketing_->orders_of(user, event_filter(call.query));
+    if (!orders) co_return failure(call, orders.error());
+    co_return json_response(http::status::ok, listing("orders", *orders));
+}
+
+namespace {
+
+HttpResponse asset_response(const WebAsset& asset) {
+    HttpResponse response(http::status::ok, 11);
+    response.set(http::field::content_type, asset.content_type);
+    // The page's scripts and styles are its own files only.
+    response.set("Content-Security-Policy",
+                 "default-src 'self'; img-src 'self' data:; object-src 'none'; "
+                 "base-uri 'none'; frame-ancestors 'none'");
+    response.set("X-Content-Type-Options", "nosniff");
+    response.body() = std::string(asset.body);
+    return response;
+}
+
+}  // namespace
+
+Api::Answer Api::page(Call& call) {
+    for (const auto& asset : web_assets()) {
+        if (asset.path == "index.html") co_return asset_response(asset);
     }
-    return HttpResponse(http::status::no_content, 11);
+    co_return error_response(http::status::not_found, "not_found",
+                             fmt::format("no page at {}", std::string_view(call.request.target())));
 }
 
-HttpResponse Api::cancel(Call& call) {
-    const std::string user = buyer(call.request);
-    only_fields(body_object(call.request, false), {});
-    auto order = ticketing_->cancel(user, call.params[0]);
-    if (!order) return failure(call, order.error());
-    return json_response(http::status::ok, to_json(*order));
+Api::Answer Api::asset(Call& call) {
+    for (const auto& asset : web_assets()) {
+        if (asset.path == call.params[0] && asset.path != "index.html")
+            co_return asset_response(asset);
+    }
+    co_return error_response(http::status::not_found, "not_found",
+                             fmt::format("no asset {}", call.params[0]));
 }
 
 }  // namespace ticketing

@@ -1,4 +1,4 @@
-// api.hpp: the HTTP endpoints of DESIGN.md section 6, as a function from a parsed
+// api.hpp: the HTTP endpoints of the example server, as a function from a parsed
 // request to a response. Routing, JSON bodies, the X-User-Id buyer and the mapping of
 // seatlock errors to status codes live here; connections, keep-alive and shutdown are
 // http_server.hpp's.
@@ -11,11 +11,17 @@
 //   POST   /holds/{token}/confirm         200 the order
 //   DELETE /holds/{token}                 204
 //   POST   /orders/{order}/cancel         200 the order
+//   GET    /me/holds[?event=]             200 {"holds": [...]}   the X-User-Id buyer's
+//   GET    /me/orders[?event=]            200 {"orders": [...]}
 //   GET    /metrics                       200 Prometheus text
+//   GET    /, /assets/{file}              the seat-map page (web_assets.hpp)
 //
-// Every error is JSON: {"error": "<code>", "message": "...", ...}; see docs/ticketing.md.
+// Every GET answered 200 carries an ETag (a hash of its body) and is answered 304 Not
+// Modified when If-None-Match names it: the page polls the seat map that way.
+// Every error is JSON: {"error": "<code>", "message": "...", ...}; see docs/ticketing-server.md.
 #pragma once
 
+#include <boost/asio/awaitable.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
@@ -32,23 +38,30 @@ public:
     /// Both must outlive the Api.
     Api(Ticketing& ticketing, Metrics& metrics) : ticketing_(&ticketing), metrics_(&metrics) {}
 
-    /// Answers one request. Never throws: failures of the storage become 503 responses.
-    /// The caller sets keep-alive and the payload size.
-    HttpResponse handle(const HttpRequest& request);
+    /// Answers one request: a coroutine that never blocks its thread (Ticketing's calls
+    /// wait on timers, the storage's replies and the database's thread). Never throws:
+    /// failures of the storage become 503 responses. The caller sets keep-alive and the
+    /// payload size.
+    boost::asio::awaitable<HttpResponse> handle(HttpRequest request);
 
 private:
     struct Call;
-    HttpResponse route(Call& call);
+    using Answer = boost::asio::awaitable<HttpResponse>;
+    Answer route(Call& call);
 
-    HttpResponse healthz(Call& call);
-    HttpResponse metrics(Call& call);
-    HttpResponse events(Call& call);
-    HttpResponse seats(Call& call);
-    HttpResponse hold(Call& call);
-    HttpResponse extend(Call& call);
-    HttpResponse confirm(Call& call);
-    HttpResponse release(Call& call);
-    HttpResponse cancel(Call& call);
+    Answer healthz(Call& call);
+    Answer metrics(Call& call);
+    Answer events(Call& call);
+    Answer seats(Call& call);
+    Answer hold(Call& call);
+    Answer extend(Call& call);
+    Answer confirm(Call& call);
+    Answer release(Call& call);
+    Answer cancel(Call& call);
+    Answer my_holds(Call& call);
+    Answer my_orders(Call& call);
+    Answer page(Call& call);
+    Answer asset(Call& call);
 
     HttpResponse failure(const Call& call, const seatlock::Failure& failure);
 

@@ -21,11 +21,12 @@ CREATE TABLE IF NOT EXISTS pending_reservations (
     created_at_ms  INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS pending_by_holder ON pending_reservations(event, holder);
+CREATE INDEX IF NOT EXISTS pending_of_holder ON pending_reservations(holder);
 CREATE TABLE IF NOT EXISTS closed_holds (
     hold_token     TEXT PRIMARY KEY,
     event          TEXT NOT NULL,
     holder         TEXT NOT NULL,
-    outcome        TEXT NOT NULL CHECK (outcome IN ('released', 'confirmed', 'expired')),
+    outcome        TEXT NOT NULL CHECK (outcome IN ('released', 'confirmed', 'expired', 'lost')),
     fencing_token  INTEGER NOT NULL,
     closed_at_ms   INTEGER NOT NULL
 );
@@ -42,6 +43,7 @@ CREATE TABLE IF NOT EXISTS orders (
     cancelled_at_ms  INTEGER,
     fencing_token    INTEGER NOT NULL
 );
+CREATE INDEX IF NOT EXISTS orders_of_holder ON orders(holder);
 )sql";
 
 std::string seats_json(const std::vector<std::string>& seats) {
@@ -70,6 +72,8 @@ const char* outcome_name(HoldOutcome outcome) {
             return "confirmed";
         case HoldOutcome::expired:
             return "expired";
+        case HoldOutcome::lost:
+            return "lost";
     }
     return "released";
 }
@@ -186,6 +190,7 @@ Database::Database(const std::string& path) {
         sqlite3_busy_timeout(db_, 5000);
         exec("PRAGMA journal_mode = WAL");  // ":memory:" stays in memory mode; that is fine
         exec("PRAGMA synchronous = NORMAL");
+        migrate_closed_holds();
         exec(schema);
         auto prepare = [this](const char* sql) {
             statements_.push_back(std::make_unique<Statement>(*this, sql));
@@ -227,6 +232,25 @@ Database::Database(const std::string& path) {
             "?3),"
             " fencing_token = ?2 WHERE order_id = ?1 AND fencing_token < ?2");
         prune_closed_ = prepare("DELETE FROM closed_holds WHERE closed_at_ms < ?1");
+        select_paid_ = prepare(
+            "SELECT order_id, event, holder, zone, seats, hold_token, status, paid_at_ms, "
+            "fencing_token FROM orders WHERE event = ?1 AND status = 'paid' ORDER BY paid_at_ms");
+        select_pending_of_ = prepare(
+            "SELECT hold_token, holder FROM pending_reservations WHERE event = ?1");
+        delete_pending_any_ = prepare("DELETE FROM pending_reservations WHERE hold_token = ?1");
+        select_max_fence_ = prepare(
+            "SELECT max(m) FROM (SELECT max(fencing_token) AS m FROM pending_reservations"
+            " WHERE event = ?1 UNION ALL SELECT max(fencing_token) FROM closed_holds"
+            " WHERE event = ?1 UNION ALL SELECT max(fencing_token) FROM orders WHERE event = ?1)");
+        // ?2 left unbound (NULL): every event.
+        select_holds_of_ = prepare(
+            "SELECT hold_token, event, holder, zone, seats, expires_at_ms, fencing_token"
+            " FROM pending_reservations WHERE holder = ?1 AND (?2 IS NULL OR event = ?2)"
+            " AND expires_at_ms > ?3 ORDER BY created_at_ms, hold_token");
+        select_orders_of_ = prepare(
+            "SELECT order_id, event, holder, zone, seats, hold_token, status, paid_at_ms, "
+            "fencing_token FROM orders WHERE holder = ?1 AND (?2 IS NULL OR event = ?2)"
+            " ORDER BY paid_at_ms DESC, order_id");
     } catch (...) {
         statements_.clear();
         sqlite3_close(db_);
@@ -237,6 +261,25 @@ Database::Database(const std::string& path) {
 Database::~Database() {
     statements_.clear();
     sqlite3_close(db_);
+}
+
+// Files written before holds could be closed as 'lost' check the outcome against the three
+// older values: the table is rebuilt with the new check, rows kept.
+void Database::migrate_closed_holds() {
+    sqlite3_stmt* stmt = nullptr;
+    std::string sql;
+    if (sqlite3_prepare_v2(db_, "SELECT sql FROM sqlite_master WHERE name = 'closed_holds'", -1,
+                           &stmt, nullptr) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW) {
+        if (const auto* text = sqlite3_column_text(stmt, 0)) sql = reinterpret_cast<const char*>(text);
+    }
+    sqlite3_finalize(stmt);
+    if (sql.empty() || sql.find("'lost'") != std::string::npos) return;
+    exec("BEGIN IMMEDIATE; ALTER TABLE closed_holds RENAME TO closed_holds_before_lost;"
+         " DROP INDEX IF EXISTS closed_by_time;");
+    exec(schema);
+    exec("INSERT INTO closed_holds SELECT * FROM closed_holds_before_lost;"
+         " DROP TABLE closed_holds_before_lost; COMMIT;");
 }
 
 void Database::exec(const char* sql) {
@@ -336,19 +379,96 @@ bool Database::add_order(const OrderRecord& order) {
     return true;
 }
 
+namespace {
+
+template <typename Use>
+OrderRecord order_of(const Use& row) {
+    return OrderRecord{row.text(0),
+                       row.text(1),
+                       row.text(2),
+                       row.text(3),
+                       seats_from_json(row.text(4)),
+                       row.text(5),
+                       row.text(6) == "cancelled",
+                       row.integer(7),
+                       static_cast<std::uint64_t>(row.integer(8))};
+}
+
+}  // namespace
+
 std::optional<OrderRecord> Database::order(const std::string& order_id) {
     std::lock_guard lock(mutex_);
     Statement::Use select(*select_order_);
     if (!select.bind(1, order_id).step()) return std::nullopt;
-    return OrderRecord{select.text(0),
-                       select.text(1),
-                       select.text(2),
-                       select.text(3),
-                       seats_from_json(select.text(4)),
-                       select.text(5),
-                       select.text(6) == "cancelled",
-                       select.integer(7),
-                       static_cast<std::uint64_t>(select.integer(8))};
+    return order_of(select);
+}
+
+std::vector<OrderRecord> Database::paid_orders(const std::string& event) {
+    std::lock_guard lock(mutex_);
+    Statement::Use select(*select_paid_);
+    select.bind(1, event);
+    std::vector<OrderRecord> out;
+    while (select.step()) out.push_back(order_of(select));
+    return out;
+}
+
+std::vector<PendingReservation> Database::holds_of(const std::string& holder,
+                                                   const std::optional<std::string>& event,
+                                                   std::int64_t now_ms) {
+    std::lock_guard lock(mutex_);
+    Statement::Use select(*select_holds_of_);
+    select.bind(1, holder).bind(3, now_ms);
+    if (event) select.bind(2, *event);
+    std::vector<PendingReservation> out;
+    while (select.step()) {
+        out.push_back(PendingReservation{select.text(0), select.text(1), select.text(2),
+                                         select.text(3), seats_from_json(select.text(4)),
+                                         select.integer(5),
+                                         static_cast<std::uint64_t>(select.integer(6))});
+    }
+    return out;
+}
+
+std::vector<OrderRecord> Database::orders_of(const std::string& holder,
+                                             const std::optional<std::string>& event) {
+    std::lock_guard lock(mutex_);
+    Statement::Use select(*select_orders_of_);
+    select.bind(1, holder);
+    if (event) select.bind(2, *event);
+    std::vector<OrderRecord> out;
+    while (select.step()) out.push_back(order_of(select));
+    return out;
+}
+
+std::size_t Database::close_lost_holds(const std::string& event) {
+    std::lock_guard lock(mutex_);
+    Transaction tx(*this);
+    std::vector<std::pair<std::string, std::string>> rows;  // token, holder
+    {
+        Statement::Use select(*select_pending_of_);
+        select.bind(1, event);
+        while (select.step()) rows.emplace_back(select.text(0), select.text(1));
+    }
+    for (const auto& [token, holder] : rows) {
+        Statement::Use(*delete_pending_any_).bind(1, token).run();
+        Statement::Use(*insert_closed_)
+            .bind(1, token)
+            .bind(2, event)
+            .bind(3, holder)
+            .bind(4, std::string(outcome_name(HoldOutcome::lost)))
+            .bind(5, std::int64_t{0})
+            .bind(6, unix_ms_now())
+            .run();
+    }
+    tx.commit();
+    return rows.size();
+}
+
+std::uint64_t Database::max_fencing_token(const std::string& event) {
+    std::lock_guard lock(mutex_);
+    Statement::Use select(*select_max_fence_);
+    if (!select.bind(1, event).step()) return 0;
+    return static_cast<std::uint64_t>(select.integer(0));
 }
 
 bool Database::cancel_order(const std::string& order_id, std::uint64_t fencing_token) {

@@ -1,5 +1,6 @@
-// database.hpp: the server's own records in SQLite, as the seed apps kept them in their
-// SQL database: one row per pending reservation (an active hold) and one per order.
+// database.hpp: the server's own records in SQLite, as a hand-written ticketing service
+// keeps them in its SQL database: one row per pending reservation (an active hold) and
+// one per order.
 //
 // seatlock decides who holds and owns which seat; these rows are the application's
 // bookkeeping of it (what a payment service, an e-mail job or a refund desk reads).
@@ -41,8 +42,9 @@ struct PendingReservation {
     std::uint64_t fencing_token = 0;
 };
 
-/// How a hold ended, as recorded in closed_holds.
-enum class HoldOutcome { released, confirmed, expired };
+/// How a hold ended, as recorded in closed_holds. `lost`: the storage lost it (its event
+/// was recovered after a storage without persistence restarted empty).
+enum class HoldOutcome { released, confirmed, expired, lost };
 
 /// Whose hold a token is.
 struct HoldOwner {
@@ -99,6 +101,27 @@ public:
     /// Marks an order cancelled. false when its fencing token is newer than `fencing_token`.
     bool cancel_order(const std::string& order_id, std::uint64_t fencing_token);
 
+    /// A buyer's pending holds that end after `now_ms` (a row outlives its hold until the
+    /// expiry drain closes it), in every event or in `event`, oldest first.
+    std::vector<PendingReservation> holds_of(const std::string& holder,
+                                             const std::optional<std::string>& event,
+                                             std::int64_t now_ms);
+
+    /// A buyer's orders, paid and cancelled, in every event or in `event`, newest first.
+    std::vector<OrderRecord> orders_of(const std::string& holder,
+                                       const std::optional<std::string>& event);
+
+    /// Every paid (not cancelled) order of an event, oldest first: what recovery restores.
+    std::vector<OrderRecord> paid_orders(const std::string& event);
+
+    /// Closes every pending row of an event as lost, whatever its fencing token: recovery
+    /// calls it once the storage has lost the event and every hold in it. How many.
+    std::size_t close_lost_holds(const std::string& event);
+
+    /// The largest fencing token any row of the event carries (0 when none): recovery
+    /// raises the storage's fencing counter past it.
+    std::uint64_t max_fencing_token(const std::string& event);
+
     /// Forgets closed-hold records older than `before_ms` (Unix milliseconds).
     void prune_closed_holds(std::int64_t before_ms);
 
@@ -107,6 +130,7 @@ private:
     class Transaction;
 
     void exec(const char* sql);
+    void migrate_closed_holds();
     [[noreturn]] void fail(const char* what) const;
 
     std::mutex mutex_;
@@ -122,6 +146,12 @@ private:
     Statement* select_order_ = nullptr;
     Statement* cancel_order_ = nullptr;
     Statement* prune_closed_ = nullptr;
+    Statement* select_paid_ = nullptr;
+    Statement* select_pending_of_ = nullptr;
+    Statement* delete_pending_any_ = nullptr;
+    Statement* select_max_fence_ = nullptr;
+    Statement* select_holds_of_ = nullptr;
+    Statement* select_orders_of_ = nullptr;
 };
 
 /// Unix milliseconds now, the unit of every time column.

@@ -2,38 +2,45 @@
 // start and once when they end, not four times a second.
 #include "expiry_drain.hpp"
 
+#include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+
 #include "log.hpp"
 
 namespace ticketing {
+namespace asio = boost::asio;
+
 namespace {
 constexpr auto prune_every = std::chrono::hours(1);
 }
 
-ExpiryDrain::ExpiryDrain(Ticketing& ticketing, std::chrono::milliseconds period)
-    : ticketing_(ticketing),
-      period_(period),
-      thread_([this](std::stop_token stop) { run(stop); }) {}
+// What the job shares with whoever stops it: the timer it pauses on, on a strand of its own.
+struct ExpiryDrain::State {
+    explicit State(const asio::any_io_executor& executor)
+        : strand(asio::make_strand(executor)), timer(strand) {}
 
-ExpiryDrain::~ExpiryDrain() {
-    stop();
-}
+    asio::strand<asio::any_io_executor> strand;
+    asio::steady_timer timer;
+    std::atomic<bool> stopping{false};
+};
 
-void ExpiryDrain::stop() {
-    if (!thread_.joinable()) return;
-    thread_.request_stop();
-    thread_.join();
-}
-
-void ExpiryDrain::run(std::stop_token stop) {
+asio::awaitable<void> ExpiryDrain::run(std::shared_ptr<State> state, Ticketing& ticketing,
+                                       std::chrono::milliseconds period) {
     bool failing = false;
     auto next_prune = std::chrono::steady_clock::now();
-    while (!stop.stop_requested()) {
+    while (!state->stopping) {
         std::string failure;
         try {
-            if (auto drained = ticketing_.drain_expired(); !drained)
-                failure = drained.error().message();
+            auto drained = co_await ticketing.drain_expired();
+            if (!drained) failure = drained.error().message();
             if (std::chrono::steady_clock::now() >= next_prune) {
-                ticketing_.prune_closed_holds();
+                co_await ticketing.prune_closed_holds();
                 next_prune += prune_every;
             }
         } catch (const std::exception& e) {
@@ -43,9 +50,28 @@ void ExpiryDrain::run(std::stop_token stop) {
         if (failure.empty() && failing) log("expiry drain working again");
         failing = !failure.empty();
 
-        std::unique_lock lock(mutex_);
-        wake_.wait_for(lock, stop, period_, [] { return false; });
+        if (state->stopping) break;
+        state->timer.expires_after(period);
+        boost::system::error_code cancelled;  // by stop()
+        co_await state->timer.async_wait(asio::redirect_error(asio::use_awaitable, cancelled));
     }
+}
+
+ExpiryDrain::ExpiryDrain(asio::any_io_executor executor, Ticketing& ticketing,
+                         std::chrono::milliseconds period)
+    : state_(std::make_shared<State>(executor)),
+      finished_(asio::co_spawn(state_->strand, run(state_, ticketing, period), asio::use_future)) {}
+
+ExpiryDrain::~ExpiryDrain() {
+    state_->stopping = true;
+    asio::post(state_->strand, [state = state_] { state->timer.cancel(); });
+}
+
+void ExpiryDrain::stop() {
+    if (!finished_.valid()) return;
+    state_->stopping = true;
+    asio::post(state_->strand, [state = state_] { state->timer.cancel(); });
+    finished_.get();
 }
 
 }  // namespace ticketing

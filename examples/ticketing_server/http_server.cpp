@@ -1,17 +1,24 @@
-// http_server.cpp: the listener and one Session per connection, each on its own strand.
+// http_server.cpp: the listener and one Session per connection, each on its own strand, where
+// its requests' handlers run as coroutines.
 #include "http_server.hpp"
 
+#include <algorithm>
 #include <array>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/url/parse.hpp>
 #include <condition_variable>
+#include <exception>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <vector>
 
 #include "log.hpp"
 
@@ -20,6 +27,111 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
+
+namespace {
+
+// Why a request is answered without being handled: its status and JSON error.
+struct Refusal {
+    http::status status;
+    std::string_view code;
+    std::string message;
+};
+
+// The members of every `name` field line, in order; nullopt when one is not a valid list
+// of tokens (Beast's lists stop quietly at the first bad character).
+std::optional<std::vector<std::string_view>> field_tokens(const http::fields& fields,
+                                                          http::field name) {
+    std::vector<std::string_view> tokens;
+    const auto [first, last] = fields.equal_range(name);
+    for (auto line = first; line != last; ++line) {
+        const http::opt_token_list list(line->value());
+        if (!http::validate_list(list)) return std::nullopt;
+        for (const auto token : list) tokens.emplace_back(token.data(), token.size());
+    }
+    return tokens;
+}
+
+// RFC 9112 section 6: the body of a request is framed by Content-Length or by the chunked
+// coding, the last of its Transfer-Encoding (Beast decodes no other). Anything else
+// cannot be framed safely, and the connection is closed after the answer.
+std::optional<Refusal> framing_refusal(const http::request_header<>& header) {
+    if (header.count(http::field::transfer_encoding) == 0) return std::nullopt;
+    if (header.version() < 11) {
+        return Refusal{http::status::bad_request, "bad_request",
+                       "Transfer-Encoding is not allowed in an HTTP/1.0 request"};
+    }
+    if (header.count(http::field::content_length) != 0) {
+        return Refusal{http::status::bad_request, "bad_request",
+                       "a request may not have both Transfer-Encoding and Content-Length"};
+    }
+    const auto codings = field_tokens(header, http::field::transfer_encoding);
+    if (!codings || codings->empty() || !beast::iequals(codings->back(), "chunked")) {
+        return Refusal{http::status::bad_request, "bad_request",
+                       "the final Transfer-Encoding of a request must be chunked"};
+    }
+    const auto first = codings->begin(), last = std::prev(codings->end());
+    if (std::any_of(first, last, [](auto c) { return beast::iequals(c, "chunked"); })) {
+        return Refusal{http::status::bad_request, "bad_request",
+                       "a request may be chunked only once"};
+    }
+    if (first != last) {
+        return Refusal{http::status::not_implemented, "not_implemented",
+                       fmt::format("transfer coding '{}' is not supported, only chunked", *first)};
+    }
+    return std::nullopt;
+}
+
+// RFC 9112 section 3.2: exactly one Host in an HTTP/1.1 request, at most one in HTTP/1.0,
+// and a host[:port] value.
+std::optional<Refusal> host_refusal(const http::request_header<>& header) {
+    const auto hosts = header.count(http::field::host);
+    if (hosts == 0 && header.version() >= 11) {
+        return Refusal{http::status::bad_request, "bad_request",
+                       "an HTTP/1.1 request needs a Host header"};
+    }
+    if (hosts > 1) {
+        return Refusal{http::status::bad_request, "bad_request",
+                       "a request may have only one Host header"};
+    }
+    if (hosts == 1) {
+        const auto value = header[http::field::host];
+        const auto authority =
+            boost::urls::parse_authority(std::string_view(value.data(), value.size()));
+        if (!authority || authority->has_userinfo()) {
+            return Refusal{http::status::bad_request, "bad_request",
+                           "the Host header must be host[:port]"};
+        }
+    }
+    return std::nullopt;
+}
+
+// RFC 9110 section 10.1.1: 100-continue is the only expectation there is.
+enum class Expectation { none, continue_100, unknown };
+
+Expectation expectation(const http::request_header<>& header) {
+    if (header.count(http::field::expect) == 0) return Expectation::none;
+    const auto members = field_tokens(header, http::field::expect);
+    if (!members) return Expectation::unknown;
+    bool asked = false;
+    for (const auto member : *members) {
+        if (!beast::iequals(member, "100-continue")) return Expectation::unknown;
+        asked = true;
+    }
+    return asked ? Expectation::continue_100 : Expectation::none;
+}
+
+// Why a request whose header was just read is not handled; nullopt when it may be.
+std::optional<Refusal> refusal(const http::request_header<>& header) {
+    if (auto framing = framing_refusal(header)) return framing;
+    if (auto host = host_refusal(header)) return host;
+    if (expectation(header) == Expectation::unknown) {
+        return Refusal{http::status::expectation_failed, "expectation_failed",
+                       "the only expectation this server meets is 100-continue"};
+    }
+    return std::nullopt;
+}
+
+}  // namespace
 
 // The live sessions, so that stop() can reach them. Shared with every session, because
 // a session may outlive the server object when its handlers are abandoned at exit.
@@ -56,7 +168,19 @@ public:
         asio::post(stream_.get_executor(), [self = shared_from_this()] { self->on_stop(); });
     }
 
+    /// From any thread: close now. A request being handled still runs to its end, but its
+    /// answer is not sent.
+    void abort() {
+        asio::post(stream_.get_executor(), [self = shared_from_this()] {
+            self->stopping_ = true;
+            self->close();
+        });
+    }
+
 private:
+    // A request is read in two steps: its header, checked before anything else is read
+    // (a client that expects 100-continue sends its body only once told so), then its
+    // body.
     void read_request() {
         if (stopping_) return close();
         parser_.emplace();
@@ -64,12 +188,43 @@ private:
         parser_->header_limit(static_cast<std::uint32_t>(limits_.header_limit));
         stream_.expires_after(limits_.idle_timeout);
         reading_ = true;
-        http::async_read(stream_, buffer_, *parser_,
-                         beast::bind_front_handler(&Session::on_read, shared_from_this()));
+        http::async_read_header(stream_, buffer_, *parser_,
+                                beast::bind_front_handler(&Session::on_header, shared_from_this()));
     }
 
-    void on_read(beast::error_code ec, std::size_t) {
+    void on_header(beast::error_code ec, std::size_t) {
         reading_ = false;
+        if (ec) return read_failed(ec);
+        const auto& header = parser_->get();
+        if (auto refused = refusal(header)) {
+            return reject(refused->status, refused->code, refused->message);
+        }
+        if (parser_->is_done()) return handle();
+        // An HTTP/1.0 client cannot ask for 100 Continue (RFC 9110 section 10.1.1).
+        if (expectation(header) != Expectation::continue_100 || header.version() < 11) {
+            return read_body();
+        }
+        stream_.expires_after(limits_.idle_timeout);
+        http::async_write(stream_, continue_,
+                          [self = shared_from_this()](beast::error_code write_ec, std::size_t) {
+                              if (write_ec) return self->close();
+                              self->read_body();
+                          });
+    }
+
+    void read_body() {
+        if (stopping_) return close();
+        stream_.expires_after(limits_.idle_timeout);
+        reading_ = true;
+        http::async_read(stream_, buffer_, *parser_,
+                         [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                             self->reading_ = false;
+                             if (ec) return self->read_failed(ec);
+                             self->handle();
+                         });
+    }
+
+    void read_failed(beast::error_code ec) {
         if (ec == http::error::body_limit) {
             return reject(
                 http::status::payload_too_large, "payload_too_large",
@@ -81,20 +236,38 @@ private:
                 fmt::format("request headers are limited to {} bytes", limits_.header_limit));
         }
         // Any other parse error is a malformed request; socket errors just end the connection.
-        if (ec &&
-            ec.category() == beast::http::make_error_code(http::error::bad_target).category() &&
+        if (ec.category() == beast::http::make_error_code(http::error::bad_target).category() &&
             ec != http::error::end_of_stream && ec != http::error::partial_message) {
             return reject(http::status::bad_request, "bad_request",
                           "malformed HTTP request: " + ec.message());
         }
-        if (ec) return close();
+        close();
+    }
 
+    // The request's handler is a coroutine on this connection's strand; the connection
+    // reads nothing more until it is answered (no pipelining of requests).
+    void handle() {
         const auto started = std::chrono::steady_clock::now();
-        const HttpRequest request = parser_->release();
-        HttpResponse response = api_.handle(request);
-        response.version(request.version());
+        HttpRequest request = parser_->release();
+        const unsigned version = request.version();
+        const bool keep_alive = request.keep_alive();
+        asio::co_spawn(stream_.get_executor(), api_.handle(std::move(request)),
+                       [self = shared_from_this(), started, version, keep_alive](
+                           std::exception_ptr failed, HttpResponse response) {
+                           if (failed) {
+                               response =
+                                   error_response(http::status::internal_server_error,
+                                                  "internal_error", "the request's handler failed");
+                           }
+                           self->answer(std::move(response), version, keep_alive, started);
+                       });
+    }
+
+    void answer(HttpResponse response, unsigned version, bool keep_alive,
+                std::chrono::steady_clock::time_point started) {
+        response.version(version);
         response.set(http::field::server, "seatlock-ticketing");
-        response.keep_alive(request.keep_alive() && !stopping_);
+        response.keep_alive(keep_alive && !stopping_);
         response.prepare_payload();
         metrics_.request_done(response.result_int(), std::chrono::steady_clock::now() - started);
         write(std::move(response), false);
@@ -133,11 +306,14 @@ private:
     // Closing now would reset the connection and could destroy the response before the
     // client reads it, so read and drop the rest for a while, then close.
     void discard_rest() {
+        if (stopping_) return close();
         beast::error_code ignored;
         stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
         stream_.expires_after(std::chrono::seconds(2));
+        reading_ = true;
         stream_.async_read_some(asio::buffer(discard_),
                                 [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                                    self->reading_ = false;
                                     self->discarded_ += n;
                                     if (ec || self->discarded_ > max_discard) return self->close();
                                     self->discard_rest();
@@ -146,10 +322,11 @@ private:
 
     void on_stop() {
         stopping_ = true;
-        // Idle between requests: nothing is in flight, so the connection closes now. A
-        // request partly received, being handled or being answered is finished first
-        // (answered with "Connection: close"), then on_write closes the connection.
-        if (reading_ && !parser_->got_some()) beast::get_lowest_layer(stream_).cancel();
+        // A connection waiting for a request, or for the rest of one, closes now: nothing
+        // was done for it yet, and a client that is slow or gone must not hold up the
+        // exit. A request being handled or answered is finished first (answered with
+        // "Connection: close"), then on_write closes the connection.
+        if (reading_) beast::get_lowest_layer(stream_).cancel();
     }
 
     void close() {
@@ -164,6 +341,7 @@ private:
     beast::flat_buffer buffer_;
     std::optional<http::request_parser<http::string_body>> parser_;
     std::optional<HttpResponse> response_;
+    http::response<http::empty_body> continue_{http::status::continue_, 11};
     std::shared_ptr<Connections> connections_;
     Api& api_;
     Metrics& metrics_;
@@ -271,6 +449,18 @@ void HttpServer::stop() {
         }
     }
     for (const auto& session : sessions) session->stop();
+}
+
+void HttpServer::abort() {
+    std::vector<std::shared_ptr<Session>> sessions;
+    {
+        std::lock_guard lock(connections_->mutex);
+        connections_->stopping = true;
+        for (const auto& [key, weak] : connections_->sessions) {
+            if (auto session = weak.lock()) sessions.push_back(std::move(session));
+        }
+    }
+    for (const auto& session : sessions) session->abort();
 }
 
 bool HttpServer::wait_idle(std::chrono::milliseconds timeout) {

@@ -1,11 +1,18 @@
 // http_server.hpp: HttpServer, Boost.Beast HTTP/1.1 over Boost.Asio. Keep-alive
 // connections, served by however many threads run the io_context; every request is
-// answered by Api::handle on one of those threads.
+// answered by Api::handle, a coroutine spawned on its connection's strand, so a request
+// that waits (for a lock, Redis or the database) holds no thread meanwhile.
 //
-// stop() is the clean shutdown: no new connections, idle connections closed, and a
-// request already partly received or being handled is still answered (with
-// "Connection: close") before its connection closes. wait_idle() then tells when the
-// last connection is gone.
+// A request's header is checked before its body is read (RFC 9110, RFC 9112): a body
+// framed by anything but Content-Length or a final chunked coding, both framings at
+// once, a missing or repeated Host, or an expectation other than 100-continue is
+// refused, and the connection closed. A client that expects 100-continue is told to go
+// on once its header passed.
+//
+// stop() is the clean shutdown: no new connections; idle connections and those still
+// receiving a request are closed at once; a request being handled is still answered
+// (with "Connection: close") before its connection closes. wait_idle() then tells when
+// the last connection is gone.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -45,6 +52,9 @@ public:
     void start();
     /// Stops accepting and winds connections down (see above). Thread-safe.
     void stop();
+    /// Closes every connection now, answered or not: after stop(), for connections still
+    /// busy when the grace is over. Handlers running finish without sending their answer.
+    void abort();
     /// Waits until every connection has closed; false when `timeout` passed first.
     bool wait_idle(std::chrono::milliseconds timeout);
 

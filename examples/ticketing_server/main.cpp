@@ -1,9 +1,14 @@
-// main.cpp: seatlock-ticketing, the example ticketing server (DESIGN.md section 6).
+// main.cpp: seatlock-ticketing, the example ticketing server (docs/ticketing-server.md).
 //
 // Wires the pieces together: options -> backend -> SQLite -> ticketing flow -> HTTP,
 // plus the expiry drain; then serves until SIGINT or SIGTERM and shuts down cleanly
 // (exit 0). Exit 1 when it cannot start (database, venue, Redis, address in use),
 // 2 for a bad command line.
+//
+// Threads: --threads run the io_context, where every request and the expiry drain run as
+// coroutines that never block; the database has a thread of its own (database_pool.hpp);
+// the Redis backend one for its pipelined connection. Only the start-up, before the
+// server listens, waits for the storage.
 #include <seatlock/any_backend.hpp>
 #include <seatlock/backends/memory.hpp>
 
@@ -20,10 +25,11 @@
 #include <seatlock/backends/redis.hpp>
 #endif
 
-#include <algorithm>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/use_future.hpp>
 #include <csignal>
 #include <cstdio>
 #include <future>
@@ -45,8 +51,9 @@ seatlock::Result<seatlock::AnyBackend> make_backend(const ServerOptions& options
 #ifdef SEATLOCK_TICKETING_WITH_REDIS
     auto redis_options = seatlock::RedisOptions::from_url(options.redis_url);
     if (!redis_options) return std::move(redis_options).error();
-    // One connection per worker thread and one for the expiry drain: nobody waits for one.
-    redis_options->pool_size = std::max<std::size_t>(redis_options->pool_size, options.threads + 1);
+    // Everything goes through the pipelined connection of the asynchronous API, but the
+    // ping below: the blocking pool needs one connection.
+    redis_options->pool_size = 1;
     auto redis = std::make_shared<seatlock::RedisBackend>(std::move(*redis_options));
     // Fail at start, not at the first customer's request.
     if (auto ok = redis->ping(); !ok) return std::move(ok).error();
@@ -56,6 +63,16 @@ seatlock::Result<seatlock::AnyBackend> make_backend(const ServerOptions& options
         seatlock::errc::invalid_argument,
         "this build has no Redis backend (configure with SEATLOCK_WITH_REDIS=ON)");
 #endif
+}
+
+// Runs `task` to its end on an io_context of its own: for the start-up, before anything
+// serves.
+template <typename T>
+T run_to_end(asio::awaitable<T> task) {
+    asio::io_context io;
+    auto result = asio::co_spawn(io, std::move(task), asio::use_future);
+    io.run();
+    return result.get();
 }
 
 // Runs the io_context until it is stopped; a handler that throws is logged, not fatal.
@@ -89,15 +106,16 @@ int serve(const ServerOptions& options) {
     seatlock::HoldPolicy policy;
     policy.hold_ttl = options.hold_ttl;
     policy.max_seats_per_holder = 3;
-    Ticketing ticketing(std::move(*backend), policy, db, metrics);
-    if (auto created = ticketing.create_events(*events); !created) {
+    // Declared before everything that hands it work, so that it is destroyed last.
+    asio::io_context ioc(static_cast<int>(options.threads));
+    // Through the venue's view: a shared Redis may hold other servers' events too.
+    Ticketing ticketing(venue_view(std::move(*backend), *events), policy, db, metrics);
+    if (auto created = run_to_end(ticketing.create_events(*events)); !created) {
         log("cannot create the venue's events: {}", created.error().message());
         return 1;
     }
     Api api(ticketing, metrics);
 
-    // Declared after everything its handlers use, so it is destroyed first.
-    asio::io_context ioc(static_cast<int>(options.threads));
     std::promise<int> stop_signal;
     asio::signal_set signals(ioc, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code& ec, int signal) {
@@ -107,7 +125,7 @@ int serve(const ServerOptions& options) {
                                            options.listen_port);
     HttpServer server(ioc, endpoint, api, metrics);
     server.start();
-    ExpiryDrain drain(ticketing, drain_period);
+    ExpiryDrain drain(ioc.get_executor(), ticketing, drain_period);
     std::vector<std::jthread> workers;
     for (unsigned i = 0; i < options.threads; ++i)
         workers.emplace_back([&ioc] { run_worker(ioc); });
@@ -122,7 +140,11 @@ int serve(const ServerOptions& options) {
     log("{} received: finishing in-flight requests", signal == SIGINT ? "SIGINT" : "SIGTERM");
     server.stop();
     if (!server.wait_idle(shutdown_grace)) {
+        // A handler still running ends by itself (its waits are bounded by the lock wait
+        // and the storage's and database's timeouts); its answer is not sent.
         log("connections still busy after {} s: closing them", shutdown_grace.count());
+        server.abort();
+        if (!server.wait_idle(shutdown_grace)) log("requests still running: stopping anyway");
     }
     drain.stop();
     ioc.stop();

@@ -38,6 +38,18 @@ std::string Metrics::render() const {
     counter("seatlock_ticketing_expiries_total",
             "Expired holds drained (their pending reservations deleted).", expiries_.load());
     counter("seatlock_ticketing_cancels_total", "Orders cancelled.", cancels_.load());
+    counter("seatlock_ticketing_lock_release_errors_total",
+            "Lock releases given up after retries: the lock stayed taken until its lease ended.",
+            lock_release_errors_.load());
+    counter("seatlock_ticketing_storage_losses_total",
+            "Times the storage was found to have lost data (then the venue is repaired).",
+            storage_losses_.load());
+    counter("seatlock_ticketing_holds_lost_total",
+            "Pending reservations closed because their holds were lost with the storage.",
+            holds_lost_.load());
+    counter("seatlock_ticketing_restore_conflicts_total",
+            "Paid orders that recovery could not put back: their seats were taken meanwhile.",
+            restore_conflicts_.load());
 
     std::lock_guard lock(maps_mutex_);
     out +=

@@ -24,6 +24,14 @@ public:
     /// `n` expired holds whose pending rows were deleted.
     void holds_expired(std::uint64_t n) { expiries_.fetch_add(n, std::memory_order_relaxed); }
     void order_cancelled() { cancels_.fetch_add(1, std::memory_order_relaxed); }
+    /// A lock release given up after its retries (LockOptions::on_release_error).
+    void lock_release_error() { lock_release_errors_.fetch_add(1, std::memory_order_relaxed); }
+    /// The storage was found to have lost data (storage_lost).
+    void storage_lost() { storage_losses_.fetch_add(1, std::memory_order_relaxed); }
+    /// `n` pending rows closed because their holds were lost with the storage.
+    void holds_lost(std::uint64_t n) { holds_lost_.fetch_add(n, std::memory_order_relaxed); }
+    /// A paid order recovery could not put back (its seats were taken meanwhile).
+    void restore_conflict() { restore_conflicts_.fetch_add(1, std::memory_order_relaxed); }
     /// A request refused by the state of the seats or of a hold: "seat_taken",
     /// "sold_out", "limit_exceeded", "hold_expired", ...
     void conflict(const std::string& kind);
@@ -44,6 +52,10 @@ private:
     std::atomic<std::uint64_t> extends_{0};
     std::atomic<std::uint64_t> expiries_{0};
     std::atomic<std::uint64_t> cancels_{0};
+    std::atomic<std::uint64_t> lock_release_errors_{0};
+    std::atomic<std::uint64_t> storage_losses_{0};
+    std::atomic<std::uint64_t> holds_lost_{0};
+    std::atomic<std::uint64_t> restore_conflicts_{0};
 
     std::array<std::atomic<std::uint64_t>, bucket_bounds.size() + 1> buckets_{};
     std::atomic<std::uint64_t> latency_sum_ns_{0};

@@ -8,9 +8,20 @@
 
 #include <fmt/format.h>
 
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/prefer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <seatlock/keys.hpp>
+#include <span>
+
+#include "log.hpp"
 
 namespace ticketing {
+namespace asio = boost::asio;
+using asio::use_awaitable;
 using seatlock::errc;
 using seatlock::Failure;
 using seatlock::Result;
@@ -18,7 +29,10 @@ using seatlock::Result;
 namespace {
 
 constexpr std::size_t drain_batch = 100;
-constexpr auto redeliver_after = std::chrono::seconds(30);
+// A drain whose answer was lost (a broken connection: the store asks again) leaves the
+// holds it was handed marked as delivered: they come back after this long. Short, since
+// closing a row twice is harmless and a row left open keeps a buyer's hold on the books.
+constexpr auto redeliver_after = std::chrono::seconds(3);
 constexpr std::int64_t closed_hold_memory_ms = 25LL * 3600 * 1000;  // a bit over seatlock's day
 
 // Lock keys share the event as their group (the part before ':'): one fencing counter
@@ -31,11 +45,24 @@ std::string order_key(const std::string& event, const std::string& order_id) {
     return event + ":order:" + order_id;
 }
 
-seatlock::LockOptions lock_options() {
+seatlock::LockOptions lock_options(Metrics& metrics) {
     seatlock::LockOptions options;
     options.wait = std::chrono::seconds(3);
     options.lease = std::chrono::seconds(10);
+    // A release seatlock gave up on after its retries: the hold's or order's lock stayed
+    // taken until its lease ended, and requests for it waited meanwhile.
+    options.on_release_error = [&metrics](const seatlock::Failure&) {
+        metrics.lock_release_error();
+    };
     return options;
+}
+
+// A release that failed in transit (the storage did not answer) goes on in the background
+// and reaches on_release_error if it is given up; any other failure but a lease already
+// lost is given up at once.
+bool release_given_up(const Failure& f) {
+    return !f.is(errc::lock_not_owned) && !f.is(errc::io_error) && !f.is(errc::timeout) &&
+           !f.is(errc::connection_failed) && !f.is(errc::outcome_unknown);
 }
 
 }  // namespace
@@ -48,162 +75,362 @@ Ticketing::Ticketing(seatlock::AnyBackend backend, seatlock::HoldPolicy policy, 
                      Metrics& metrics)
     : backend_(std::move(backend)),
       store_(backend_, policy),
-      locks_(backend_, lock_options()),
-      db_(db),
-      metrics_(metrics) {}
+      locks_(backend_, lock_options(metrics)),
+      metrics_(metrics),
+      db_(db) {}
 
-Result<void> Ticketing::create_events(const std::vector<seatlock::EventSpec>& events) {
-    for (const auto& event : events) {
-        if (auto created = store_.create_event(event); !created) return created;
+// Coroutines below bind every argument of a co_await expression to a named variable first:
+// g++ 12 mishandles temporaries built from braces ({...}) inside co_await expressions.
+
+Task<void> Ticketing::create_events(std::vector<seatlock::EventSpec> events) {
+    venue_ = events;
+    for (auto& event : events) {
+        auto recovered = co_await recover(std::move(event));
+        if (!recovered) co_return recovered;
     }
-    return {};
+    co_return Result<void>();
 }
 
-Result<std::vector<seatlock::EventSpec>> Ticketing::events() {
-    return store_.events();
+Task<void> Ticketing::recover(seatlock::EventSpec event) {
+    auto started = co_await store_.async_recover_event(event, use_awaitable);
+    if (!started) co_return std::move(started).error();
+    if (*started == seatlock::Recovery::created) {
+        // Every hold of the event went with the storage: their rows would never close.
+        const auto closed =
+            co_await db_.run([&](Database& db) { return db.close_lost_holds(event.id); });
+        metrics_.holds_lost(closed);
+        if (closed > 0)
+            log("event {}: {} pending holds were lost with the storage", event.id, closed);
+    }
+    // The storage's fencing counter may have gone with it: later tokens must still beat
+    // every row's, or the database would refuse them.
+    const auto fenced =
+        co_await db_.run([&](Database& db) { return db.max_fencing_token(event.id); });
+    auto raised = co_await raise_fencing(event.id + ":", fenced);
+    if (!raised) co_return raised;
+    const auto orders = co_await db_.run([&](Database& db) { return db.paid_orders(event.id); });
+    std::size_t restored = 0;
+    for (const auto& order : orders) {
+        const seatlock::RestoreCommand command{
+            order.event,
+            order.order_id,
+            order.holder,
+            order.zone,
+            order.seats,
+            order.hold_token,
+            seatlock::WallTime(std::chrono::milliseconds(order.paid_at_ms))};
+        auto back = co_await store_.async_restore_order(command, use_awaitable);
+        if (back) {
+            ++restored;
+            continue;
+        }
+        if (back.is(errc::seat_taken) || back.is(errc::order_conflict)) {
+            // Only possible when the storage went back in time (an older snapshot) and sold
+            // since: an operator must settle it.
+            metrics_.restore_conflict();
+            log("event {}: order {} could not be restored: {}", event.id, order.order_id,
+                back.error().message());
+            continue;
+        }
+        co_return std::move(back).error();
+    }
+    auto shown = co_await store_.async_finish_recovery(event.id, use_awaitable);
+    if (!shown) co_return shown;
+    if (*started == seatlock::Recovery::created) {
+        log("event {}: recovered with {} paid orders", event.id, restored);
+    }
+    co_return Result<void>();
 }
 
-Result<std::vector<seatlock::ZoneState>> Ticketing::seats(const std::string& event,
-                                                          const std::optional<std::string>& zone) {
-    return store_.seats(event, zone);
+// The one backend step without a front-class call: sent the asynchronous way directly,
+// its result handed back on the awaiting coroutine's executor.
+Task<void> Ticketing::raise_fencing(std::string group_key, std::uint64_t at_least) {
+    seatlock::op::raise_fencing step{std::move(group_key), at_least};
+    co_return co_await asio::async_initiate<const asio::use_awaitable_t<>&, void(Result<void>)>(
+        [this](auto handler, const seatlock::op::raise_fencing& step) {
+            auto work = asio::prefer(asio::get_associated_executor(handler),
+                                     asio::execution::outstanding_work.tracked);
+            backend_.async_run(step, [handler = std::move(handler),
+                                      work = std::move(work)](Result<void> result) mutable {
+                asio::post(work,
+                           [handler = std::move(handler), result = std::move(result)]() mutable {
+                               std::move(handler)(std::move(result));
+                           });
+            });
+        },
+        use_awaitable, std::move(step));
 }
 
-Result<seatlock::Hold> Ticketing::hold(const std::string& buyer, const std::string& event,
-                                       const seatlock::HoldRequest& request) {
-    auto hold = store_.hold(event, buyer, request);
-    if (!hold) return hold;
-    // Without its row nobody could act on the hold: give the seats back on any failure.
-    auto undo = [&] { (void)store_.release(hold->token); };
-    auto guard = locks_.lock(hold_key(event, hold->token));
+std::optional<std::string> Ticketing::trouble() const {
+    if (!lost_) return std::nullopt;
+    std::lock_guard lock(trouble_mutex_);
+    return trouble_;
+}
+
+template <typename T>
+void Ticketing::watch(const Result<T>& result) {
+    if (result.is(errc::storage_lost) && !lost_.exchange(true)) {
+        {
+            std::lock_guard lock(trouble_mutex_);
+            trouble_ = result.error().detail;
+        }
+        metrics_.storage_lost();
+        log("storage lost data: {}; repairing the venue", result.error().detail);
+    }
+}
+
+template <typename Guard>
+asio::awaitable<void> Ticketing::unlock(Guard& guard) {
+    const auto released = co_await guard.async_unlock(use_awaitable);
+    if (!released && release_given_up(released.error())) metrics_.lock_release_error();
+}
+
+asio::awaitable<void> Ticketing::undo(std::string token, std::string idempotency_key) {
+    if (idempotency_key.empty()) (void)co_await store_.async_release(token, use_awaitable);
+}
+
+Task<std::vector<seatlock::EventSpec>> Ticketing::events() {
+    auto events = co_await store_.async_events(use_awaitable);
+    watch(events);
+    co_return events;
+}
+
+Task<std::vector<seatlock::ZoneState>> Ticketing::seats(std::string event,
+                                                        std::optional<std::string> zone) {
+    auto zones = co_await store_.async_seats(event, zone, use_awaitable);
+    watch(zones);
+    co_return zones;
+}
+
+Result<void> Ticketing::sold_here(const std::optional<std::string>& event) const {
+    if (!event) return Result<void>();
+    if (auto ok = seatlock::validate_id("event", *event); !ok) return ok;
+    for (const auto& sold : venue_) {
+        if (sold.id == *event) return Result<void>();
+    }
+    return Failure(errc::unknown_event, "no event " + *event + " on sale here");
+}
+
+Task<std::vector<PendingReservation>> Ticketing::holds_of(std::string buyer,
+                                                          std::optional<std::string> event) {
+    if (auto ok = sold_here(event); !ok) co_return std::move(ok).error();
+    const auto now = unix_ms_now();
+    co_return co_await db_.run([&](Database& db) { return db.holds_of(buyer, event, now); });
+}
+
+Task<std::vector<OrderRecord>> Ticketing::orders_of(std::string buyer,
+                                                    std::optional<std::string> event) {
+    if (auto ok = sold_here(event); !ok) co_return std::move(ok).error();
+    co_return co_await db_.run([&](Database& db) { return db.orders_of(buyer, event); });
+}
+
+Task<seatlock::Hold> Ticketing::hold(std::string buyer, std::string event,
+                                     seatlock::HoldRequest request, std::string idempotency_key) {
+    const seatlock::HoldOptions options{std::nullopt, idempotency_key};
+    auto hold = co_await store_.async_hold(event, buyer, request, options, use_awaitable);
+    watch(hold);
+    if (!hold) co_return hold;
+    if (hold->replayed && hold->status != seatlock::HoldStatus::held) co_return hold;
+    // Without its row nobody could act on the hold: give the seats back on any failure,
+    // unless the buyer can retry with the same key and find the hold again.
+    const std::string key = hold_key(event, hold->token);
+    auto guard = co_await locks_.async_lock(key, use_awaitable);
     if (!guard) {
-        undo();
-        return std::move(guard).error();
+        co_await undo(hold->token, idempotency_key);
+        co_return std::move(guard).error();
     }
+    const PendingReservation row{
+        hold->token,           event, buyer, hold->zone, hold->seats, to_unix_ms(hold->expires_at),
+        guard->fencing_token()};
     bool recorded = false;
+    std::exception_ptr failed;
     try {
-        recorded = db_.add_pending({hold->token, event, buyer, hold->zone, hold->seats,
-                                    to_unix_ms(hold->expires_at), guard->fencing_token()});
+        recorded = co_await db_.run([&row](Database& db) { return db.add_pending(row); });
     } catch (const DatabaseError&) {
-        undo();
-        throw;
+        failed = std::current_exception();
     }
-    if (!recorded) {
+    if (failed) {
+        co_await undo(hold->token, idempotency_key);
+        co_await unlock(*guard);
+        std::rethrow_exception(failed);
+    }
+    co_await unlock(*guard);
+    if (!recorded && !hold->replayed) {
         // Only possible with a ttl shorter than this call: the drain closed it first.
-        return Failure(errc::hold_expired,
-                       "hold " + hold->token + " expired before it was recorded", hold->seats);
+        co_return Failure(errc::hold_expired,
+                          "hold " + hold->token + " expired before it was recorded", hold->seats);
     }
-    metrics_.hold_granted();
-    return hold;
+    if (!hold->replayed) metrics_.hold_granted();
+    co_return hold;
 }
 
-Result<HoldOwner> Ticketing::owned_hold(const std::string& buyer, const std::string& token) {
+Task<HoldOwner> Ticketing::owned_hold(std::string buyer, std::string token) {
     if (seatlock::token_event(token).empty()) {
-        return Failure(errc::unknown_hold, "'" + token.substr(0, 80) + "' is not a hold token");
+        co_return Failure(errc::unknown_hold, "'" + token.substr(0, 80) + "' is not a hold token");
     }
-    auto owner = db_.hold_owner(token);
-    if (!owner) return Failure(errc::unknown_hold, "no hold " + token);
+    auto owner = co_await db_.run([&token](Database& db) { return db.hold_owner(token); });
+    if (!owner) co_return Failure(errc::unknown_hold, "no hold " + token);
     if (owner->holder != buyer) {
-        return Failure(errc::not_owner,
-                       "hold " + token + " belongs to another buyer than " + buyer);
+        co_return Failure(errc::not_owner,
+                          "hold " + token + " belongs to another buyer than " + buyer);
     }
-    return std::move(*owner);
+    co_return std::move(*owner);
 }
 
-Result<seatlock::Hold> Ticketing::extend(const std::string& buyer, const std::string& token,
-                                         seatlock::Millis ttl) {
-    auto owner = owned_hold(buyer, token);
-    if (!owner) return std::move(owner).error();
-    auto guard = locks_.lock(hold_key(owner->event, token));
-    if (!guard) return std::move(guard).error();
-    auto extended = store_.extend(token, ttl);
-    if (!extended) return extended;
-    db_.extend_pending(token, to_unix_ms(extended->expires_at), guard->fencing_token());
-    metrics_.hold_extended();
-    return extended;
+Task<seatlock::Hold> Ticketing::extend(std::string buyer, std::string token, seatlock::Millis ttl) {
+    auto owner = co_await owned_hold(buyer, token);
+    if (!owner) co_return std::move(owner).error();
+    const std::string key = hold_key(owner->event, token);
+    auto guard = co_await locks_.async_lock(key, use_awaitable);
+    if (!guard) co_return std::move(guard).error();
+    auto extended = co_await store_.async_extend(token, ttl, use_awaitable);
+    watch(extended);
+    if (extended) {
+        const auto expires_at = to_unix_ms(extended->expires_at);
+        const auto fence = guard->fencing_token();
+        co_await db_.run([&](Database& db) { return db.extend_pending(token, expires_at, fence); });
+        metrics_.hold_extended();
+    }
+    co_await unlock(*guard);
+    co_return extended;
 }
 
-Result<seatlock::Order> Ticketing::confirm(const std::string& buyer, const std::string& token,
-                                           const std::string& payment_id) {
-    if (auto ok = seatlock::validate_id("payment", payment_id); !ok) return std::move(ok).error();
-    auto owner = owned_hold(buyer, token);
-    if (!owner) return std::move(owner).error();
+Task<seatlock::Order> Ticketing::confirm(std::string buyer, std::string token,
+                                         std::string payment_id) {
+    if (auto ok = seatlock::validate_id("payment", payment_id); !ok)
+        co_return std::move(ok).error();
+    auto owner = co_await owned_hold(buyer, token);
+    if (!owner) co_return std::move(owner).error();
     // seatlock scopes order ids by event; this server's orders table does not (the
     // cancel URL names no event), so a payment id of another event's order is refused here.
-    if (auto existing = db_.order(payment_id); existing && existing->hold_token != token) {
-        return Failure(errc::order_conflict,
-                       "payment " + payment_id + " already paid another hold");
+    const auto existing =
+        co_await db_.run([&payment_id](Database& db) { return db.order(payment_id); });
+    if (existing && existing->hold_token != token) {
+        co_return Failure(errc::order_conflict,
+                          "payment " + payment_id + " already paid another hold");
     }
-    auto guard =
-        locks_.lock_all({hold_key(owner->event, token), order_key(owner->event, payment_id)});
-    if (!guard) return std::move(guard).error();
-    auto order = store_.confirm(token, payment_id);
-    if (!order) return order;
+    std::vector<std::string> keys{hold_key(owner->event, token),
+                                  order_key(owner->event, payment_id)};
+    auto guard = co_await locks_.async_lock_all(std::move(keys), use_awaitable);
+    if (!guard) co_return std::move(guard).error();
+    auto order = co_await store_.async_confirm(token, payment_id, use_awaitable);
+    watch(order);
+    if (!order) {
+        co_await unlock(*guard);
+        co_return order;
+    }
+    const OrderRecord record{order->id,
+                             order->event,
+                             order->holder,
+                             order->zone,
+                             order->seats,
+                             token,
+                             order->cancelled,
+                             to_unix_ms(order->paid_at),
+                             guard->fencing_token()};
     const bool recorded =
-        db_.add_order({order->id, order->event, order->holder, order->zone, order->seats, token,
-                       order->cancelled, to_unix_ms(order->paid_at), guard->fencing_token()});
+        co_await db_.run([&record](Database& db) { return db.add_order(record); });
     if (!recorded) {
         // Another event's hold took this payment id between the check above and now.
-        (void)store_.cancel(order->event, order->id, buyer);
-        return Failure(errc::order_conflict,
-                       "payment " + payment_id + " already paid another hold");
+        const std::optional<std::string> holder = buyer;
+        (void)co_await store_.async_cancel(order->event, order->id, holder, use_awaitable);
+        co_await unlock(*guard);
+        co_return Failure(errc::order_conflict,
+                          "payment " + payment_id + " already paid another hold");
     }
+    co_await unlock(*guard);
     metrics_.hold_confirmed();
-    return order;
+    co_return order;
 }
 
-Result<void> Ticketing::release(const std::string& buyer, const std::string& token) {
-    auto owner = owned_hold(buyer, token);
-    if (!owner) return std::move(owner).error();
-    auto guard = locks_.lock(hold_key(owner->event, token));
-    if (!guard) return std::move(guard).error();
-    if (auto released = store_.release(token); !released) return released;
-    db_.close_hold(token, owner->event, buyer, HoldOutcome::released, guard->fencing_token());
-    metrics_.hold_released();
-    return {};
-}
-
-Result<seatlock::Order> Ticketing::cancel(const std::string& buyer, const std::string& order_id) {
-    if (auto ok = seatlock::validate_id("order", order_id); !ok) return std::move(ok).error();
-    auto record = db_.order(order_id);
-    if (!record) return Failure(errc::unknown_order, "no order " + order_id);
-    if (record->holder != buyer) {
-        return Failure(errc::not_owner,
-                       "order " + order_id + " belongs to another buyer than " + buyer);
+Task<void> Ticketing::release(std::string buyer, std::string token) {
+    auto owner = co_await owned_hold(buyer, token);
+    if (!owner) co_return std::move(owner).error();
+    const std::string key = hold_key(owner->event, token);
+    auto guard = co_await locks_.async_lock(key, use_awaitable);
+    if (!guard) co_return std::move(guard).error();
+    auto released = co_await store_.async_release(token, use_awaitable);
+    watch(released);
+    // unknown_hold: seatlock no longer remembers it (released long ago, or lost with the
+    // storage): the hold is gone either way, and so must its row be.
+    if (!released && !released.is(errc::unknown_hold)) {
+        co_await unlock(*guard);
+        co_return released;
     }
-    auto guard = locks_.lock(order_key(record->event, order_id));
-    if (!guard) return std::move(guard).error();
-    auto order = store_.cancel(record->event, order_id, buyer);
-    if (!order) return order;
-    db_.cancel_order(order_id, guard->fencing_token());
-    metrics_.order_cancelled();
-    return order;
+    const auto outcome = released ? HoldOutcome::released : HoldOutcome::lost;
+    const auto fence = guard->fencing_token();
+    co_await db_.run(
+        [&](Database& db) { db.close_hold(token, owner->event, buyer, outcome, fence); });
+    co_await unlock(*guard);
+    metrics_.hold_released();
+    co_return Result<void>();
 }
 
-Result<std::size_t> Ticketing::drain_expired() {
+Task<seatlock::Order> Ticketing::cancel(std::string buyer, std::string order_id) {
+    if (auto ok = seatlock::validate_id("order", order_id); !ok) co_return std::move(ok).error();
+    const auto record = co_await db_.run([&order_id](Database& db) { return db.order(order_id); });
+    if (!record) co_return Failure(errc::unknown_order, "no order " + order_id);
+    if (record->holder != buyer) {
+        co_return Failure(errc::not_owner,
+                          "order " + order_id + " belongs to another buyer than " + buyer);
+    }
+    const std::string key = order_key(record->event, order_id);
+    auto guard = co_await locks_.async_lock(key, use_awaitable);
+    if (!guard) co_return std::move(guard).error();
+    const std::optional<std::string> holder = buyer;
+    auto order = co_await store_.async_cancel(record->event, order_id, holder, use_awaitable);
+    watch(order);
+    if (order) {
+        const auto fence = guard->fencing_token();
+        co_await db_.run([&](Database& db) { return db.cancel_order(order_id, fence); });
+        metrics_.order_cancelled();
+    }
+    co_await unlock(*guard);
+    co_return order;
+}
+
+Task<std::size_t> Ticketing::drain_expired() {
+    if (lost_) {
+        for (const auto& event : venue_) {
+            auto recovered = co_await recover(event);
+            if (!recovered) co_return std::move(recovered).error();
+        }
+        lost_ = false;
+        log("venue repaired: selling again");
+    }
     std::size_t drained = 0;
     for (;;) {
-        auto batch = store_.expired(drain_batch, redeliver_after);
-        if (!batch) return std::move(batch).error();
+        const seatlock::Millis redeliver = redeliver_after;
+        auto batch = co_await store_.async_expired(drain_batch, redeliver, use_awaitable);
+        if (!batch) co_return std::move(batch).error();
         std::vector<std::string> done;
         for (const auto& expired : *batch) {
             // Busy means a request is writing this hold's row right now: next delivery.
-            auto guard = locks_.try_lock(hold_key(expired.event, expired.token));
+            const std::string key = hold_key(expired.event, expired.token);
+            auto guard = co_await locks_.async_try_lock(key, use_awaitable);
             if (!guard) continue;
-            db_.close_hold(expired.token, expired.event, expired.holder, HoldOutcome::expired,
-                           guard->fencing_token());
+            const auto fence = guard->fencing_token();
+            co_await db_.run([&](Database& db) {
+                db.close_hold(expired.token, expired.event, expired.holder, HoldOutcome::expired,
+                              fence);
+            });
+            co_await unlock(*guard);
             done.push_back(expired.token);
         }
         if (!done.empty()) {
-            if (auto acked = store_.ack_expired(done); !acked) return std::move(acked).error();
+            const std::span<const std::string> tokens(done);
+            auto acked = co_await store_.async_ack_expired(tokens, use_awaitable);
+            if (!acked) co_return std::move(acked).error();
             metrics_.holds_expired(done.size());
             drained += done.size();
         }
-        if (batch->size() < drain_batch) return drained;
+        if (batch->size() < drain_batch) co_return drained;
     }
 }
 
-void Ticketing::prune_closed_holds() {
-    db_.prune_closed_holds(unix_ms_now() - closed_hold_memory_ms);
+asio::awaitable<void> Ticketing::prune_closed_holds() {
+    const auto before = unix_ms_now() - closed_hold_memory_ms;
+    co_await db_.run([before](Database& db) { db.prune_closed_holds(before); });
 }
 
 }  // namespace ticketing

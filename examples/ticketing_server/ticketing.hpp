@@ -1,4 +1,4 @@
-// ticketing.hpp: the ticketing flow of the seed apps (hold, pay, release, cancel, expire)
+// ticketing.hpp: the ticketing flow of a hand-written service (hold, pay, release, cancel, expire)
 // on seatlock, with the application's SQLite rows kept in step.
 //
 // seatlock's SeatHoldStore decides every seat atomically; this class adds what an
@@ -6,8 +6,16 @@
 // it), the pending-reservation and order rows, and a LockManager lock around each row
 // write whose fencing token is stored with the row. Transport-free: the HTTP layer
 // (api.hpp) turns requests into these calls and Results into responses.
+//
+// Every call is a coroutine that never blocks its thread: seatlock is called through its
+// asynchronous API (a lock wait pauses on a timer), and the database through its own
+// thread (database_pool.hpp). Arguments are taken by value, since a call outlives the
+// caller's expression.
 #pragma once
 
+#include <atomic>
+#include <boost/asio/awaitable.hpp>
+#include <mutex>
 #include <optional>
 #include <seatlock/any_backend.hpp>
 #include <seatlock/hold_store.hpp>
@@ -16,60 +24,99 @@
 #include <vector>
 
 #include "database.hpp"
+#include "database_pool.hpp"
 #include "metrics.hpp"
 
 namespace ticketing {
 
-/// The ticketing flow; thread-safe (every worker thread calls it).
+/// What a call of the ticketing flow completes with.
+template <typename T>
+using Task = boost::asio::awaitable<seatlock::Result<T>>;
+
+/// The ticketing flow; thread-safe (its calls run on any thread of the server).
 class Ticketing {
 public:
     /// `db` and `metrics` must outlive this object.
     Ticketing(seatlock::AnyBackend backend, seatlock::HoldPolicy policy, Database& db,
               Metrics& metrics);
 
-    /// Stores the venue's events in the backend (a no-op for events already there with
-    /// the same inventory, so several servers may share one Redis).
-    seatlock::Result<void> create_events(const std::vector<seatlock::EventSpec>& events);
+    /// Stores the venue's events in the backend, or repairs them: an event the storage
+    /// lacks is recovered (created hidden, its pending rows closed as lost, every paid
+    /// order of the database restored, then shown), so a restart never frees a paid
+    /// seat; an event already there gets any paid order it misses. Several servers may
+    /// do this at once over one Redis.
+    Task<void> create_events(std::vector<seatlock::EventSpec> events);
+
+    /// Why the server cannot sell right now (the storage lost its data and the venue is
+    /// not repaired yet), or nothing when healthy.
+    std::optional<std::string> trouble() const;
 
     /// What is on sale, and the state of its seats (every zone, or only `zone`).
-    seatlock::Result<std::vector<seatlock::EventSpec>> events();
-    seatlock::Result<std::vector<seatlock::ZoneState>> seats(
-        const std::string& event, const std::optional<std::string>& zone);
+    Task<std::vector<seatlock::EventSpec>> events();
+    Task<std::vector<seatlock::ZoneState>> seats(std::string event,
+                                                 std::optional<std::string> zone);
+
+    /// What `buyer` has, from the server's rows: holds that may still be paid, and orders
+    /// (paid or cancelled); in every event, or only in `event` (unknown_event when this
+    /// server does not sell it).
+    Task<std::vector<PendingReservation>> holds_of(std::string buyer,
+                                                   std::optional<std::string> event);
+    Task<std::vector<OrderRecord>> orders_of(std::string buyer, std::optional<std::string> event);
 
     /// Holds seats for `buyer` (policy: hold ttl, at most 3 seats per buyer and event)
-    /// and records the pending reservation.
-    seatlock::Result<seatlock::Hold> hold(const std::string& buyer, const std::string& event,
-                                          const seatlock::HoldRequest& request);
+    /// and records the pending reservation. With an idempotency key, a repeated call
+    /// returns the first one's hold (Hold::replayed) and finishes what it left undone
+    /// (its pending row); a failure then never gives the seats back, so that the retry
+    /// can finish it.
+    Task<seatlock::Hold> hold(std::string buyer, std::string event, seatlock::HoldRequest request,
+                              std::string idempotency_key);
 
     /// The calls on a hold: `token` must be one of `buyer`'s holds (not_owner otherwise,
     /// unknown_hold when this server never handed it out).
-    seatlock::Result<seatlock::Hold> extend(const std::string& buyer, const std::string& token,
-                                            seatlock::Millis ttl);
+    Task<seatlock::Hold> extend(std::string buyer, std::string token, seatlock::Millis ttl);
     /// Pays the hold; the payment id becomes the order id. Retrying with the same payment
     /// id returns the same order.
-    seatlock::Result<seatlock::Order> confirm(const std::string& buyer, const std::string& token,
-                                              const std::string& payment_id);
+    Task<seatlock::Order> confirm(std::string buyer, std::string token, std::string payment_id);
     /// Gives the seats back before the hold runs out.
-    seatlock::Result<void> release(const std::string& buyer, const std::string& token);
+    Task<void> release(std::string buyer, std::string token);
 
     /// Cancels one of `buyer`'s orders: its seats become free again.
-    seatlock::Result<seatlock::Order> cancel(const std::string& buyer, const std::string& order_id);
+    Task<seatlock::Order> cancel(std::string buyer, std::string order_id);
 
     /// Deletes the pending rows of holds that expired and acknowledges them to seatlock;
-    /// how many. A hold whose row could not be handled is delivered again later.
-    seatlock::Result<std::size_t> drain_expired();
+    /// how many. A hold whose row could not be handled is delivered again later. When
+    /// the storage was found to have lost data, repairs the venue first.
+    Task<std::size_t> drain_expired();
 
     /// Forgets closed-hold records older than a day (seatlock's own memory of a hold).
-    void prune_closed_holds();
+    boost::asio::awaitable<void> prune_closed_holds();
 
 private:
-    seatlock::Result<HoldOwner> owned_hold(const std::string& buyer, const std::string& token);
+    Task<HoldOwner> owned_hold(std::string buyer, std::string token);
+    seatlock::Result<void> sold_here(const std::optional<std::string>& event) const;
+    Task<void> recover(seatlock::EventSpec event);
+    Task<void> raise_fencing(std::string group_key, std::uint64_t at_least);
+    // Gives back the seats of a hold whose row could not be written, unless the buyer can
+    // find the hold again with its idempotency key.
+    boost::asio::awaitable<void> undo(std::string token, std::string idempotency_key);
+    // Releases a lock before the answer goes out, so that the buyer's next call on the same
+    // hold finds it free.
+    template <typename Guard>
+    boost::asio::awaitable<void> unlock(Guard& guard);
+    // Notes a storage_lost answer: the next drain repairs the venue.
+    template <typename T>
+    void watch(const seatlock::Result<T>& result);
 
     seatlock::AnyBackend backend_;
     seatlock::SeatHoldStore<seatlock::AnyBackend> store_;
     seatlock::LockManager<seatlock::AnyBackend> locks_;
-    Database& db_;
     Metrics& metrics_;
+    std::vector<seatlock::EventSpec> venue_;
+    std::atomic<bool> lost_{false};
+    mutable std::mutex trouble_mutex_;
+    std::string trouble_;
+    // Last, so destroyed first: calls still queued run while everything they use exists.
+    DatabasePool db_;
 };
 
 /// A seatlock wall-clock instant as Unix milliseconds.

@@ -1,11 +1,17 @@
-// venue.cpp: the demo stadium and the venue file reader.
+// venue.cpp: the demo stadium, the venue file reader and the venue's view of the storage.
 #include "venue.hpp"
 
 #include <fmt/format.h>
 
 #include <boost/json.hpp>
 #include <fstream>
+#include <functional>
 #include <initializer_list>
+#include <memory>
+#include <seatlock/backends/memory.hpp>
+#include <seatlock/hold_store.hpp>
+#include <seatlock/keys.hpp>
+#include <set>
 #include <sstream>
 
 namespace ticketing {
@@ -124,6 +130,139 @@ EventSpec read_event(const json::value& v) {
     return spec;
 }
 
+// Every event by the rules SeatHoldStore::create_event applies, on a scratch memory
+// store, so that the storage never sees part of a venue that cannot be created whole.
+seatlock::Result<void> check_events(const std::vector<EventSpec>& events) {
+    if (events.empty()) return Failure(errc::invalid_argument, "venue has no event");
+    std::set<std::string> ids;
+    for (const auto& event : events) {
+        if (!ids.insert(event.id).second) {
+            return Failure(errc::invalid_argument, "venue: event " + event.id + " defined twice");
+        }
+    }
+    seatlock::MemoryBackend scratch;
+    seatlock::SeatHoldStore store(scratch);
+    for (const auto& event : events) {
+        if (auto created = store.create_event(event); !created) {
+            return Failure(errc::invalid_argument,
+                           "venue: event " + event.id + ": " + created.error().detail);
+        }
+    }
+    return {};
+}
+
+// See venue_view(). Inherits every operation of the storage and narrows, by hiding them,
+// those that name an event, on both paths (blocking, and async_run); AnyBackend's wrapper
+// calls these through the concrete type.
+class VenueView : public seatlock::AnyBackend {
+public:
+    template <typename T>
+    using Completion = seatlock::detail::Completion<T>;
+
+    VenueView(seatlock::AnyBackend backend, std::set<std::string, std::less<>> events)
+        : AnyBackend(std::move(backend)), events_(std::move(events)) {}
+
+    seatlock::Result<void> create_event(const EventSpec& spec) {
+        if (auto ok = on_sale(spec.id); !ok) return ok;
+        return AnyBackend::create_event(spec);
+    }
+
+    seatlock::Result<std::vector<EventSpec>> events() { return ours(AnyBackend::events()); }
+
+    seatlock::Result<seatlock::Hold> hold(const seatlock::HoldCommand& command) {
+        if (auto ok = on_sale(command.event); !ok) return std::move(ok).error();
+        return AnyBackend::hold(command);
+    }
+
+    seatlock::Result<seatlock::Order> confirm(const seatlock::ConfirmCommand& command) {
+        if (auto ok = token_on_sale(command.token); !ok) return std::move(ok).error();
+        return AnyBackend::confirm(command);
+    }
+
+    seatlock::Result<void> release(const std::string& token) {
+        if (auto ok = token_on_sale(token); !ok) return ok;
+        return AnyBackend::release(token);
+    }
+
+    seatlock::Result<seatlock::Hold> extend(const std::string& token, seatlock::Millis ttl,
+                                            seatlock::Millis max_lifetime) {
+        if (auto ok = token_on_sale(token); !ok) return std::move(ok).error();
+        return AnyBackend::extend(token, ttl, max_lifetime);
+    }
+
+    seatlock::Result<seatlock::Order> cancel(const std::string& event, const std::string& order_id,
+                                             const std::optional<std::string>& holder) {
+        if (auto ok = on_sale(event); !ok) return std::move(ok).error();
+        return AnyBackend::cancel(event, order_id, holder);
+    }
+
+    seatlock::Result<std::vector<seatlock::ZoneState>> seats(
+        const std::string& event, const std::optional<std::string>& zone) {
+        if (auto ok = on_sale(event); !ok) return std::move(ok).error();
+        return AnyBackend::seats(event, zone);
+    }
+
+    using AnyBackend::async_run;
+    void async_run(const seatlock::op::create_event& o, Completion<void> done) {
+        forward(on_sale(o.spec.id), o, std::move(done));
+    }
+    void async_run(const seatlock::op::events& o, Completion<std::vector<EventSpec>> done) {
+        AnyBackend::async_run(o, [this, done = std::move(done)](
+                                     seatlock::Result<std::vector<EventSpec>> all) mutable {
+            done(ours(std::move(all)));
+        });
+    }
+    void async_run(const seatlock::op::hold& o, Completion<seatlock::Hold> done) {
+        forward(on_sale(o.cmd.event), o, std::move(done));
+    }
+    void async_run(const seatlock::op::confirm& o, Completion<seatlock::Order> done) {
+        forward(token_on_sale(o.cmd.token), o, std::move(done));
+    }
+    void async_run(const seatlock::op::release& o, Completion<void> done) {
+        forward(token_on_sale(o.token), o, std::move(done));
+    }
+    void async_run(const seatlock::op::extend& o, Completion<seatlock::Hold> done) {
+        forward(token_on_sale(o.token), o, std::move(done));
+    }
+    void async_run(const seatlock::op::cancel& o, Completion<seatlock::Order> done) {
+        forward(on_sale(o.event), o, std::move(done));
+    }
+    void async_run(const seatlock::op::seats& o,
+                   Completion<std::vector<seatlock::ZoneState>> done) {
+        forward(on_sale(o.event), o, std::move(done));
+    }
+
+private:
+    seatlock::Result<void> on_sale(std::string_view event) const {
+        if (events_.contains(event)) return {};
+        return Failure(errc::unknown_event,
+                       fmt::format("no event {} in this server's venue", event),
+                       {std::string(event)});
+    }
+
+    // A malformed token names no event: the backend refuses it as it always does.
+    seatlock::Result<void> token_on_sale(std::string_view token) const {
+        const auto event = seatlock::token_event(token);
+        return event.empty() ? seatlock::Result<void>() : on_sale(event);
+    }
+
+    seatlock::Result<std::vector<EventSpec>> ours(
+        seatlock::Result<std::vector<EventSpec>> all) const {
+        if (all) std::erase_if(*all, [&](const EventSpec& e) { return !events_.contains(e.id); });
+        return all;
+    }
+
+    // The step when `allowed`, else its refusal, without reaching the storage.
+    template <typename Op>
+    void forward(seatlock::Result<void> allowed, const Op& o,
+                 Completion<typename Op::result_type> done) {
+        if (!allowed) return done(std::move(allowed).error());
+        AnyBackend::async_run(o, std::move(done));
+    }
+
+    std::set<std::string, std::less<>> events_;
+};
+
 }  // namespace
 
 std::vector<EventSpec> demo_venue() {
@@ -149,7 +288,7 @@ seatlock::Result<std::vector<EventSpec>> parse_venue(std::string_view json_text)
         } else {
             events.push_back(read_event(doc));
         }
-        if (events.empty()) return Failure(errc::invalid_argument, "venue has no event");
+        if (auto ok = check_events(events); !ok) return std::move(ok).error();
         return events;
     } catch (const VenueError& e) {
         return Failure(errc::invalid_argument, "venue: " + e.message);
@@ -162,6 +301,12 @@ seatlock::Result<std::vector<EventSpec>> load_venue(const std::string& path) {
     std::ostringstream text;
     text << file.rdbuf();
     return parse_venue(text.str());
+}
+
+seatlock::AnyBackend venue_view(seatlock::AnyBackend backend, const std::vector<EventSpec>& venue) {
+    std::set<std::string, std::less<>> ids;
+    for (const auto& event : venue) ids.insert(event.id);
+    return seatlock::AnyBackend(std::make_shared<VenueView>(std::move(backend), std::move(ids)));
 }
 
 }  // namespace ticketing

@@ -1,4 +1,5 @@
-// venue.hpp: what the server sells. The built-in demo venue, and --venue FILE in JSON.
+// venue.hpp: what the server sells. The built-in demo venue, --venue FILE in JSON, and
+// the storage as a server sees it: only its venue's events.
 //
 // A venue file holds one event or {"events": [...]}. Each zone is either
 // general admission ("capacity": N) or named seats, listed flat ("seats": ["1", "2"])
@@ -10,6 +11,7 @@
 //                            {"id": "balcony", "rows": [{"row": "A", "seats": 10}]}]}]}
 #pragma once
 
+#include <seatlock/any_backend.hpp>
 #include <seatlock/backend.hpp>
 #include <seatlock/result.hpp>
 #include <string>
@@ -26,11 +28,19 @@ inline constexpr std::string_view demo_event_id = "demo-game";
 /// general-admission bleachers, bleachers-left and bleachers-right (200 places each).
 std::vector<seatlock::EventSpec> demo_venue();
 
-/// Parses a venue document; invalid_argument naming the offending field otherwise.
-/// Ids are checked later, by SeatHoldStore::create_event.
+/// Parses a venue document and checks every event by SeatHoldStore's rules (ids,
+/// counts, duplicates; an event id twice), so that a bad event is found before any is
+/// stored; invalid_argument naming the offending field or event otherwise.
 seatlock::Result<std::vector<seatlock::EventSpec>> parse_venue(std::string_view json_text);
 
 /// Reads and parses a venue file.
 seatlock::Result<std::vector<seatlock::EventSpec>> load_venue(const std::string& path);
+
+/// `backend` narrowed to the venue's events. A storage shared by several servers (Redis)
+/// may hold other venues' events too; through this view a server lists only its own and
+/// answers unknown_event for the others, whether named by event id or by hold token.
+/// Every other operation (locks, the expiry feed, ...) is the backend's, unchanged.
+seatlock::AnyBackend venue_view(seatlock::AnyBackend backend,
+                                const std::vector<seatlock::EventSpec>& venue);
 
 }  // namespace ticketing

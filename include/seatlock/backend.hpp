@@ -38,6 +38,11 @@ struct SeatSpec {
 
 enum class ZoneKind { named, general_admission };
 
+/// "named" or "general_admission": the name used by the Redis functions and the server's JSON.
+constexpr const char* to_string(ZoneKind k) noexcept {
+    return k == ZoneKind::general_admission ? "general_admission" : "named";
+}
+
 /// A zone: named seats, or a general-admission zone of `capacity` places that are
 /// assigned on hold as place numbers "1".."capacity", lowest free first.
 struct ZoneSpec {
@@ -74,6 +79,16 @@ enum class HoldKind {
     best_available,  ///< the n lowest-ordered free seats of a named zone, one row if possible
 };
 
+/// "seats", "quantity" or "best_available".
+constexpr const char* to_string(HoldKind k) noexcept {
+    switch (k) {
+        case HoldKind::seats: return "seats";
+        case HoldKind::quantity: return "quantity";
+        case HoldKind::best_available: return "best_available";
+    }
+    return "seats";
+}
+
 /// What a buyer asks to hold; always within one zone.
 struct HoldRequest {
     HoldKind kind = HoldKind::seats;
@@ -96,6 +111,25 @@ inline HoldRequest best_available(std::string zone, std::int64_t n) {
     return {HoldKind::best_available, std::move(zone), {}, n};
 }
 
+/// Where a hold stands. A new hold is always `held`; the others are seen when a hold
+/// call is answered again (the same idempotency key, or a retry of a lost reply).
+enum class HoldStatus {
+    held,       ///< active until expires_at
+    confirmed,  ///< paid: Hold::order_id names the order
+    released,   ///< given back by release()
+    expired,    ///< ran out
+};
+
+constexpr const char* to_string(HoldStatus s) noexcept {
+    switch (s) {
+        case HoldStatus::held: return "held";
+        case HoldStatus::confirmed: return "confirmed";
+        case HoldStatus::released: return "released";
+        case HoldStatus::expired: return "expired";
+    }
+    return "held";
+}
+
 /// A hold: seats kept for one holder until `expires_at`. The token is the capability for
 /// every later call on the hold.
 struct Hold {
@@ -105,6 +139,9 @@ struct Hold {
     std::string zone;
     std::vector<std::string> seats;  ///< seat ids, or place numbers in a GA zone
     WallTime expires_at;
+    HoldStatus status = HoldStatus::held;
+    std::string order_id;   ///< the order that paid it, when status is confirmed
+    bool replayed = false;  ///< true when an earlier hold call with the same idempotency key made it
 };
 
 /// A paid order: seats that stay the holder's until cancelled.
@@ -171,6 +208,28 @@ struct HoldCommand {
     HoldRequest request;
     Millis ttl{};
     HoldLimits limits;
+    /// The caller's idempotency key, or empty. While the hold made with this key by this
+    /// holder is remembered, the same key returns that hold (with its status) instead of
+    /// making another; the same key for another zone or other seats is invalid_argument.
+    std::string idempotency_key;
+};
+
+/// A paid order to put back into storage that lost it (SeatHoldStore::restore_order),
+/// from the application's own records.
+struct RestoreCommand {
+    std::string event;
+    std::string order_id;
+    std::string holder;
+    std::string zone;
+    std::vector<std::string> seats;  ///< seat ids, or place numbers of a GA zone
+    std::string hold_token;          ///< the hold it paid: a retried confirm finds the order
+    WallTime paid_at;
+};
+
+/// What begin_recovery found.
+enum class Recovery {
+    created,  ///< the event was missing: it now exists, hidden, with every seat free
+    existed,  ///< the event was there (open, or hidden by another recovery): left as it was
 };
 
 /// A confirm command. `late`: when the hold expired, take the same seats again if every
@@ -201,26 +260,40 @@ concept LockBackend = requires(B& b, std::span<const std::string> keys, const st
     /// Moves the expiry of every key to now + lease if `owner` still holds all of them;
     /// false (and nothing changed) otherwise.
     { b.extend_locks(keys, owner, lease) } -> std::same_as<Result<bool>>;
+    /// Every later fencing token of the group of `keys[0]` is larger than `at_least`:
+    /// after the storage lost its counters, tokens go on from the application's records.
+    { b.raise_fencing(keys[0], std::uint64_t{}) } -> std::same_as<Result<void>>;
 };
 
 /// Storage for seat holds. Commands arrive validated (ids, counts, no duplicate seats).
 template <typename B>
 concept HoldBackend = requires(B& b, const EventSpec& spec, const HoldCommand& hold,
-                               const ConfirmCommand& confirm, const std::string& s,
+                               const ConfirmCommand& confirm, const RestoreCommand& restore,
+                               const std::string& s,
                                const std::optional<std::string>& opt, Millis ttl,
                                std::size_t limit, std::span<const std::string> tokens) {
     /// Stores an event's inventory. The same spec again succeeds; another spec under the
     /// same id fails with event_exists.
     { b.create_event(spec) } -> std::same_as<Result<void>>;
     { b.events() } -> std::same_as<Result<std::vector<EventSpec>>>;
+    /// Recovery after the storage lost an event. begin_recovery creates it hidden (every
+    /// call on it but these three then fails with unknown_event, and events() omits it)
+    /// unless it exists; restore_order marks an order's seats paid, idempotently
+    /// (seat_taken if another hold or order has one, order_conflict for an order id of
+    /// another hold); end_recovery shows the event (a no-op on a shown one).
+    { b.begin_recovery(spec) } -> std::same_as<Result<Recovery>>;
+    { b.restore_order(restore) } -> std::same_as<Result<Order>>;
+    { b.end_recovery(s) } -> std::same_as<Result<void>>;
     /// All or nothing: seat_taken (items = the taken seats), sold_out (current = places
     /// left), limit_exceeded (limit, current), active_hold_exists, unknown_zone/seat.
+    /// The token or the idempotency key of a remembered hold returns that hold, with its
+    /// status, whatever the seats and limits say now.
     { b.hold(hold) } -> std::same_as<Result<Hold>>;
     /// held -> paid. Idempotent per (token, order id); order_conflict for another order id
     /// or an order id already used by another hold; hold_expired when it ran out.
     { b.confirm(confirm) } -> std::same_as<Result<Order>>;
-    /// held -> free, and the hold is forgotten (unknown_hold from then on). Releasing an
-    /// expired hold succeeds (its seats are free already); a confirmed one fails with
+    /// held -> free. Releasing a released or expired hold succeeds (a released hold is
+    /// remembered for detail::released_memory_ms); a confirmed one fails with
     /// hold_not_active.
     { b.release(s) } -> std::same_as<Result<void>>;
     /// Moves the expiry to now + ttl, capped at creation + max_lifetime.

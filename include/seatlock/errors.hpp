@@ -1,10 +1,17 @@
-// seatlock/errors.hpp: every way a seatlock call can fail, as a std::error_code enum.
+// seatlock/errors.hpp: every way a seatlock call can fail, as a std::error_code enum, and
+// the groups callers ask about as std::error_condition values:
+//
+//     if (result.code() == seatlock::condition::retry_safe) retry_later();
+//     else if (result.code() == seatlock::condition::conflict) tell_the_buyer();
 //
 // Expected outcomes (a seat is taken, a hold expired) are values carried by Result<T>;
 // seatlock::Error is the exception thrown only when a caller asks for it (Result::value()).
 #pragma once
 
+#include <cstddef>
+#include <iterator>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 namespace seatlock {
@@ -40,6 +47,12 @@ enum class errc {
     protocol_error,     // a reply seatlock cannot read
     script_error,       // the server rejected a function call (a bug or a malformed argument)
     outcome_unknown,    // sent, but the reply was lost: it may or may not have been applied
+    storage_lost,       // the event existed and its storage lost it (a restart without
+                        // persistence, a failover to an empty replica): nothing was applied;
+                        // recover the event (SeatHoldStore::recover_event), then retry
+    // Asynchronous calls.
+    cancelled,  // the caller cancelled the call (an Asio cancellation slot) before it ended;
+                // a cancelled lock wait leaves no lock behind
 };
 
 /// The category of seatlock::errc; its name is "seatlock".
@@ -78,19 +91,151 @@ constexpr const char* to_string(errc e) noexcept {
         case errc::protocol_error: return "protocol_error";
         case errc::script_error: return "script_error";
         case errc::outcome_unknown: return "outcome_unknown";
+        case errc::storage_lost: return "storage_lost";
+        case errc::cancelled: return "cancelled";
     }
     return "unknown_error";
 }
 
+/// Every errc, in value order (for tables and tests).
+inline constexpr errc all_errcs[] = {
+    errc::invalid_argument, errc::lock_timeout,      errc::lock_busy,
+    errc::lock_not_owned,   errc::unknown_event,     errc::unknown_zone,
+    errc::unknown_seat,     errc::event_exists,      errc::seat_taken,
+    errc::sold_out,         errc::limit_exceeded,    errc::active_hold_exists,
+    errc::unknown_hold,     errc::hold_expired,      errc::hold_not_active,
+    errc::unknown_order,    errc::order_conflict,    errc::not_owner,
+    errc::connection_failed, errc::timeout,          errc::io_error,
+    errc::auth_failed,      errc::protocol_error,    errc::script_error,
+    errc::outcome_unknown,  errc::storage_lost,      errc::cancelled,
+};
+
 namespace detail {
+// all_errcs lists the codes in value order, and no code follows its last one: to_string
+// has a case for every code (a switch without default, checked by -Wswitch), so a code
+// added after the last listed one would have a name here.
+constexpr bool lists_every_errc() {
+    for (std::size_t i = 0; i < std::size(all_errcs); ++i) {
+        if (static_cast<std::size_t>(all_errcs[i]) != i + 1) return false;
+    }
+    return std::string_view(to_string(static_cast<errc>(std::size(all_errcs) + 1))) == "unknown_error";
+}
+static_assert(lists_every_errc(), "seatlock::all_errcs must list every errc, in value order");
+}  // namespace detail
+
+/// Groups of errc values, to ask "what kind of failure is this?" instead of listing codes.
+/// A code may belong to several groups (outcome_unknown is storage trouble and safe to
+/// retry). Compare a std::error_code with them: `code == seatlock::condition::conflict`.
+enum class condition {
+    bad_input = 1,        ///< invalid_argument: the caller's mistake; nothing changed
+    not_found,            ///< unknown_event, unknown_zone, unknown_seat, unknown_hold, unknown_order
+    conflict,             ///< the state of seats, holds or orders stood in the way: seat_taken,
+                          ///< sold_out, limit_exceeded, active_hold_exists, hold_expired,
+                          ///< hold_not_active, order_conflict, not_owner, event_exists
+    expired,              ///< something ran out: hold_expired, lock_not_owned (the lease)
+    forbidden,            ///< not_owner: someone else's hold or order
+    busy,                 ///< a lock is someone else's: lock_busy, lock_timeout, lock_not_owned
+    storage_unavailable,  ///< the storage could not do it: connection_failed, timeout, io_error,
+                          ///< auth_failed, protocol_error, script_error, outcome_unknown, storage_lost
+    retry_safe,           ///< the same call again is safe and may succeed: busy, connection_failed,
+                          ///< timeout, io_error, outcome_unknown, storage_lost
+};
+
+/// Whether `e` belongs to group `c`. A switch without default: a new errc must be placed.
+constexpr bool in_group(errc e, condition c) noexcept {
+    bool bad_input = false, not_found = false, conflict = false, expired = false,
+         forbidden = false, busy = false, storage = false, retry = false;
+    switch (e) {
+        case errc::invalid_argument: bad_input = true; break;
+        case errc::lock_timeout:
+        case errc::lock_busy: busy = retry = true; break;
+        case errc::lock_not_owned: expired = busy = retry = true; break;
+        case errc::unknown_event:
+        case errc::unknown_zone:
+        case errc::unknown_seat:
+        case errc::unknown_hold:
+        case errc::unknown_order: not_found = true; break;
+        case errc::event_exists:
+        case errc::seat_taken:
+        case errc::sold_out:
+        case errc::limit_exceeded:
+        case errc::active_hold_exists:
+        case errc::hold_not_active:
+        case errc::order_conflict: conflict = true; break;
+        case errc::hold_expired: conflict = expired = true; break;
+        case errc::not_owner: conflict = forbidden = true; break;
+        case errc::auth_failed:
+        case errc::protocol_error:
+        case errc::script_error: storage = true; break;
+        case errc::connection_failed:
+        case errc::timeout:
+        case errc::io_error:
+        case errc::outcome_unknown:
+        case errc::storage_lost: storage = retry = true; break;
+        case errc::cancelled: break;  // the caller's own choice: no group says more
+    }
+    switch (c) {
+        case condition::bad_input: return bad_input;
+        case condition::not_found: return not_found;
+        case condition::conflict: return conflict;
+        case condition::expired: return expired;
+        case condition::forbidden: return forbidden;
+        case condition::busy: return busy;
+        case condition::storage_unavailable: return storage;
+        case condition::retry_safe: return retry;
+    }
+    return false;
+}
+
+constexpr const char* to_string(condition c) noexcept {
+    switch (c) {
+        case condition::bad_input: return "bad_input";
+        case condition::not_found: return "not_found";
+        case condition::conflict: return "conflict";
+        case condition::expired: return "expired";
+        case condition::forbidden: return "forbidden";
+        case condition::busy: return "busy";
+        case condition::storage_unavailable: return "storage_unavailable";
+        case condition::retry_safe: return "retry_safe";
+    }
+    return "unknown_condition";
+}
+
+/// The category of seatlock::condition; its name is "seatlock-condition".
+const std::error_category& condition_category() noexcept;
+
+inline std::error_condition make_error_condition(condition c) noexcept {
+    return {static_cast<int>(c), condition_category()};
+}
+
+namespace detail {
+class ConditionCategory final : public std::error_category {
+public:
+    const char* name() const noexcept override { return "seatlock-condition"; }
+    std::string message(int value) const override {
+        return to_string(static_cast<condition>(value));
+    }
+};
+
 class ErrorCategory final : public std::error_category {
 public:
     const char* name() const noexcept override { return "seatlock"; }
     std::string message(int value) const override {
         return to_string(static_cast<errc>(value));
     }
+    bool equivalent(int value, const std::error_condition& c) const noexcept override {
+        if (c.category() == condition_category()) {
+            return in_group(static_cast<errc>(value), static_cast<condition>(c.value()));
+        }
+        return std::error_category::equivalent(value, c);
+    }
 };
 }  // namespace detail
+
+inline const std::error_category& condition_category() noexcept {
+    static const detail::ConditionCategory category;
+    return category;
+}
 
 inline const std::error_category& error_category() noexcept {
     static const detail::ErrorCategory category;
@@ -108,3 +253,5 @@ public:
 
 template <>
 struct std::is_error_code_enum<seatlock::errc> : std::true_type {};
+template <>
+struct std::is_error_condition_enum<seatlock::condition> : std::true_type {};

@@ -9,15 +9,35 @@
 // The store validates every input (ids, counts, duplicates) before anything reaches the
 // backend, applies the HoldPolicy inside the backend's single atomic step, and retries
 // once an operation whose reply was lost, which is safe because each is idempotent.
+//
+// It also remembers the events it has seen (created, listed or used): when one of them
+// is then missing from the storage, the storage lost it, and calls fail with
+// storage_lost instead of unknown_event. recover_event() and restore_order() put it back.
+//
+// Every operation has an asynchronous twin, async_<name>, taking the same arguments and
+// an Asio completion token (a callback, asio::use_awaitable, asio::use_future,
+// asio::deferred) with the signature void(Result<T>): the same checks, the same single
+// backend step and the same retry, completed through the handler's associated executor.
+//
+//     auto hold = co_await store.async_hold("game1", "alice", request, {}, asio::use_awaitable);
+//
+// A step already sent runs to its end: cancelling through the handler's cancellation slot
+// is not supported by these calls (each is one round trip); see LockManager for waits.
 #pragma once
 
 #include <seatlock/backend.hpp>
+#include <seatlock/detail/async.hpp>
 #include <seatlock/detail/random.hpp>
 #include <seatlock/keys.hpp>
+#include <seatlock/operations.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <mutex>
 #include <set>
+#include <shared_mutex>
+#include <unordered_set>
 #include <string>
 #include <vector>
 
@@ -30,6 +50,21 @@ struct HoldPolicy {
     std::int64_t max_seats_per_holder = 3;                ///< held + paid per holder and event; 0 = no limit
     bool one_active_hold_per_holder = false;              ///< refuse a second active hold in an event
     int retries_on_unknown_outcome = 1;                   ///< re-sends of idempotent calls whose reply was lost
+};
+
+/// Per-call choices of SeatHoldStore::hold.
+struct HoldOptions {
+    /// The hold's length; policy().hold_ttl when not given.
+    std::optional<Millis> ttl;
+    /// The caller's idempotency key (an id: 1 to 128 characters of [A-Za-z0-9._@+-]), or
+    /// empty. A hold call with a key that this holder already used in this event returns
+    /// that hold as it stands now (Hold::replayed, Hold::status: held, confirmed, released
+    /// or expired) instead of making a second one, for as long as the hold is remembered:
+    /// while it is active, with its order once confirmed, 2 minutes after a release, an
+    /// hour after its expiry was acknowledged. The same key for another zone or other
+    /// seats is invalid_argument. Use a fresh key (a UUID) per buyer intent, and the same
+    /// one for every retry of it.
+    std::string idempotency_key;
 };
 
 template <HoldBackend B>
@@ -51,84 +86,105 @@ public:
 
     /// Stores an event's inventory. Creating the same spec again is a no-op, so several
     /// server instances may all create it at start-up.
-    Result<void> create_event(const EventSpec& spec) {
-        if (auto ok = validate(spec); !ok) return ok;
-        return retried([&] { return backend_->create_event(spec); });
+    Result<void> create_event(const EventSpec& spec) { return run(prepare_create(spec)); }
+    template <typename Token>
+    auto async_create_event(const EventSpec& spec, Token&& token) {
+        return async_call(prepare_create(spec), std::forward<Token>(token));
     }
 
     /// Every event, in id order.
-    Result<std::vector<EventSpec>> events() { return retried([&] { return backend_->events(); }); }
+    Result<std::vector<EventSpec>> events() { return run_step(op::events{}); }
+    template <typename Token>
+    auto async_events(Token&& token) {
+        return async_step(std::optional<op::events>(op::events{}), std::nullopt,
+                          std::forward<Token>(token));
+    }
 
     /// Holds seats for `holder` until now + ttl (default `policy().hold_ttl`); all or nothing.
     Result<Hold> hold(const std::string& event, const std::string& holder,
                       const HoldRequest& request, std::optional<Millis> ttl = std::nullopt) {
-        if (auto ok = validate(event, holder, request); !ok) return std::move(ok).error();
-        const Millis length = ttl.value_or(policy_.hold_ttl);
-        if (length <= Millis(0) || length > policy_.max_hold_lifetime) {
-            return Failure(errc::invalid_argument,
-                           "hold ttl must be positive and at most max_hold_lifetime (" +
-                               std::to_string(policy_.max_hold_lifetime.count()) + " ms)");
-        }
-        HoldCommand cmd{event,   holder, event + "." + detail::random_hex128(),
-                        request, length, limits()};
-        return retried([&] { return backend_->hold(cmd); });
+        return hold(event, holder, request, HoldOptions{ttl, {}});
+    }
+
+    /// hold() with an idempotency key (see HoldOptions).
+    Result<Hold> hold(const std::string& event, const std::string& holder,
+                      const HoldRequest& request, const HoldOptions& options) {
+        return run(prepare_hold(event, holder, request, options));
+    }
+    template <typename Token>
+    auto async_hold(const std::string& event, const std::string& holder,
+                    const HoldRequest& request, Token&& token) {
+        return async_call(prepare_hold(event, holder, request, HoldOptions{}),
+                          std::forward<Token>(token));
+    }
+    template <typename Token>
+    auto async_hold(const std::string& event, const std::string& holder,
+                    const HoldRequest& request, const HoldOptions& options, Token&& token) {
+        return async_call(prepare_hold(event, holder, request, options), std::forward<Token>(token));
     }
 
     /// held -> paid, for good. The same token and order id again returns the same order
     /// (safe to retry after a lost reply); hold_expired when the hold ran out first.
     Result<Order> confirm(const std::string& token, const std::string& order_id) {
-        return confirm_impl(token, order_id, false);
+        return run(prepare_confirm(token, order_id, false));
+    }
+    template <typename Token>
+    auto async_confirm(const std::string& token, const std::string& order_id, Token&& tok) {
+        return async_call(prepare_confirm(token, order_id, false), std::forward<Token>(tok));
     }
 
     /// Like confirm, but a hold that expired is paid anyway when every one of its seats is
     /// still free (and the holder's limit allows); seat_taken otherwise. For payments that
     /// arrive after the hold ran out.
     Result<Order> confirm_late(const std::string& token, const std::string& order_id) {
-        return confirm_impl(token, order_id, true);
+        return run(prepare_confirm(token, order_id, true));
+    }
+    template <typename Token>
+    auto async_confirm_late(const std::string& token, const std::string& order_id, Token&& tok) {
+        return async_call(prepare_confirm(token, order_id, true), std::forward<Token>(tok));
     }
 
-    /// held -> free; the hold is forgotten (a later call on it gets unknown_hold).
-    /// Releasing an expired hold succeeds; a confirmed one is hold_not_active (cancel the
-    /// order instead).
-    Result<void> release(const std::string& token) {
-        if (auto ok = validate_token(token); !ok) return ok;
-        auto result = backend_->release(token);
-        for (int i = 0; i < policy_.retries_on_unknown_outcome && result.is(errc::outcome_unknown); ++i) {
-            result = backend_->release(token);
-            // The hold is gone: the attempt whose reply was lost released it.
-            if (result.is(errc::unknown_hold)) return {};
-        }
-        return result;
+    /// held -> free. Releasing a released hold again succeeds for 2 minutes after the
+    /// release (then unknown_hold), and so does releasing an expired one; a confirmed
+    /// one is hold_not_active (cancel the order instead). Later confirm and extend calls
+    /// on a released hold get hold_not_active.
+    Result<void> release(const std::string& token) { return run(prepare_release(token)); }
+    template <typename Token>
+    auto async_release(const std::string& token, Token&& tok) {
+        return async_call(prepare_release(token), std::forward<Token>(tok));
     }
 
     /// Moves the hold's expiry to now + ttl. Capped, never refused: a hold never lives
     /// past its creation + policy().max_hold_lifetime; the returned Hold says where it ends.
     Result<Hold> extend(const std::string& token, Millis ttl) {
-        if (auto ok = validate_token(token); !ok) return std::move(ok).error();
-        if (ttl <= Millis(0)) return Failure(errc::invalid_argument, "extend ttl must be positive");
-        return retried([&] { return backend_->extend(token, ttl, policy_.max_hold_lifetime); });
+        return run(prepare_extend(token, ttl));
+    }
+    template <typename Token>
+    auto async_extend(const std::string& token, Millis ttl, Token&& tok) {
+        return async_call(prepare_extend(token, ttl), std::forward<Token>(tok));
     }
 
     /// paid -> free. When `holder` is given, the order must be theirs (not_owner otherwise).
     /// Order ids are the caller's own (payment ids), scoped by event: hence the event.
     Result<Order> cancel(const std::string& event, const std::string& order_id,
                          const std::optional<std::string>& holder = std::nullopt) {
-        if (auto ok = validate_id("event", event); !ok) return std::move(ok).error();
-        if (auto ok = validate_id("order", order_id); !ok) return std::move(ok).error();
-        if (holder) {
-            if (auto ok = validate_id("holder", *holder); !ok) return std::move(ok).error();
-        }
-        return retried([&] { return backend_->cancel(event, order_id, holder); });
+        return run(prepare_cancel(event, order_id, holder));
+    }
+    template <typename Token>
+    auto async_cancel(const std::string& event, const std::string& order_id,
+                      const std::optional<std::string>& holder, Token&& token) {
+        return async_call(prepare_cancel(event, order_id, holder), std::forward<Token>(token));
     }
 
     /// The state of every zone of `event` (or just `zone`), as of the storage's now.
     Result<std::vector<ZoneState>> seats(const std::string& event,
                                          const std::optional<std::string>& zone = std::nullopt) {
-        if (auto ok = validate_id("event", event); !ok) return std::move(ok).error();
-        if (zone) {
-            if (auto ok = validate_id("zone", *zone); !ok) return std::move(ok).error();
-        }
-        return retried([&] { return backend_->seats(event, zone); });
+        return run(prepare_seats(event, zone));
+    }
+    template <typename Token>
+    auto async_seats(const std::string& event, const std::optional<std::string>& zone,
+                     Token&& token) {
+        return async_call(prepare_seats(event, zone), std::forward<Token>(token));
     }
 
     /// Up to `limit` holds that expired and are not yet acknowledged, including those that
@@ -136,40 +192,310 @@ public:
     /// `redeliver_after` until acknowledged with ack_expired(): delivery is at least once.
     Result<std::vector<ExpiredHold>> expired(std::size_t limit = 100,
                                              Millis redeliver_after = std::chrono::seconds(30)) {
-        if (limit == 0 || redeliver_after < Millis(0)) {
-            return Failure(errc::invalid_argument, "expired() needs limit > 0 and redeliver_after >= 0");
-        }
-        return retried([&] { return backend_->expired(limit, redeliver_after); });
+        return run(prepare_expired(limit, redeliver_after));
+    }
+    template <typename Token>
+    auto async_expired(std::size_t limit, Millis redeliver_after, Token&& token) {
+        return async_call(prepare_expired(limit, redeliver_after), std::forward<Token>(token));
     }
 
     /// Acknowledges expired holds: they are never reported again.
     Result<void> ack_expired(std::span<const std::string> tokens) {
-        for (const auto& token : tokens) {
-            if (auto ok = validate_token(token); !ok) return ok;
-        }
-        return retried([&] { return backend_->ack_expired(tokens); });
+        return run(prepare_ack(tokens));
+    }
+    template <typename Token>
+    auto async_ack_expired(std::span<const std::string> tokens, Token&& token) {
+        return async_call(prepare_ack(tokens), std::forward<Token>(token));
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Recovery after the storage lost an event (see docs/operations.md):
+    //
+    //     if (store.recover_event(spec).value() == Recovery::created) { close what was lost }
+    //     for (each paid order in your records) store.restore_order(order);
+    //     store.finish_recovery(spec.id);
+    //
+    // Between recover_event and finish_recovery the event is hidden: every other call on
+    // it fails (storage_lost for stores that knew it), so nothing is sold before every
+    // order is back. Several processes may recover one event at once: each restores
+    // every order, then shows it.
+
+    /// Creates the event hidden, with every seat free, when the storage lacks it
+    /// (Recovery::created); leaves an existing one as it is (Recovery::existed).
+    Result<Recovery> recover_event(const EventSpec& spec) { return run(prepare_recover(spec)); }
+    template <typename Token>
+    auto async_recover_event(const EventSpec& spec, Token&& token) {
+        return async_call(prepare_recover(spec), std::forward<Token>(token));
+    }
+
+    /// Marks an order's seats paid again, from the application's own records. Idempotent:
+    /// an order restored (or never lost) is returned as it is; seat_taken (items) when
+    /// another hold or order has one of its seats, order_conflict when its id paid
+    /// another hold. A retried confirm of its hold token then returns the order.
+    Result<Order> restore_order(const RestoreCommand& cmd) { return run(prepare_restore(cmd)); }
+    template <typename Token>
+    auto async_restore_order(const RestoreCommand& cmd, Token&& token) {
+        return async_call(prepare_restore(cmd), std::forward<Token>(token));
+    }
+
+    /// Shows a recovered event again: calls on it work from now on.
+    Result<void> finish_recovery(const std::string& event) {
+        return run(prepare_finish_recovery(event));
+    }
+    template <typename Token>
+    auto async_finish_recovery(const std::string& event, Token&& token) {
+        return async_call(prepare_finish_recovery(event), std::forward<Token>(token));
+    }
+
+    /// True when this store saw `event` in the storage (created, listed or used it).
+    [[nodiscard]] bool knows(const std::string& event) const {
+        std::shared_lock lock(known_mutex_);
+        return known_.count(event) != 0;
     }
 
 private:
-    HoldLimits limits() const {
-        return {policy_.max_seats_per_holder, policy_.one_active_hold_per_holder};
+    // Each operation in three parts, shared by both ways of calling: prepare_* checks the
+    // input and describes the backend step (nothing is sent when it fails); the step is
+    // sent and retried after a lost reply (run / async_call); finish() reads its result
+    // against what the store knows.
+
+    Result<op::restore_order> prepare_restore(const RestoreCommand& cmd) const {
+        for (auto [what, id] : {std::pair{"event", &cmd.event}, {"order", &cmd.order_id},
+                                {"holder", &cmd.holder}, {"zone", &cmd.zone}}) {
+            if (auto ok = validate_id(what, *id); !ok) return std::move(ok).error();
+        }
+        if (token_event(cmd.hold_token) != cmd.event) {
+            return Failure(errc::invalid_argument,
+                           "hold token '" + cmd.hold_token.substr(0, 80) + "' is not of event " + cmd.event);
+        }
+        if (cmd.seats.empty()) return Failure(errc::invalid_argument, "an order has seats");
+        for (const auto& seat : cmd.seats) {
+            if (auto ok = validate_id("seat", seat); !ok) return std::move(ok).error();
+        }
+        std::vector<std::string_view> sorted(cmd.seats.begin(), cmd.seats.end());
+        std::sort(sorted.begin(), sorted.end());
+        if (auto twice = std::adjacent_find(sorted.begin(), sorted.end()); twice != sorted.end()) {
+            return Failure(errc::invalid_argument, "seat " + std::string(*twice) + " listed twice",
+                           {std::string(*twice)});
+        }
+        return op::restore_order{cmd};
     }
 
-    Result<Order> confirm_impl(const std::string& token, const std::string& order_id, bool late) {
+    Result<op::end_recovery> prepare_finish_recovery(const std::string& event) const {
+        if (auto ok = validate_id("event", event); !ok) return std::move(ok).error();
+        return op::end_recovery{event};
+    }
+
+    Result<op::begin_recovery> prepare_recover(const EventSpec& spec) const {
+        if (auto ok = validate(spec); !ok) return std::move(ok).error();
+        return op::begin_recovery{spec};
+    }
+
+    Result<op::create_event> prepare_create(const EventSpec& spec) const {
+        if (auto ok = validate(spec); !ok) return std::move(ok).error();
+        return op::create_event{spec};
+    }
+
+    Result<op::hold> prepare_hold(const std::string& event, const std::string& holder,
+                                  const HoldRequest& request, const HoldOptions& options) const {
+        if (auto ok = validate(event, holder, request); !ok) return std::move(ok).error();
+        if (!options.idempotency_key.empty()) {
+            if (auto ok = validate_id("idempotency key", options.idempotency_key); !ok) {
+                return std::move(ok).error();
+            }
+        }
+        const Millis length = options.ttl.value_or(policy_.hold_ttl);
+        if (length <= Millis(0) || length > policy_.max_hold_lifetime) {
+            return Failure(errc::invalid_argument,
+                           "hold ttl must be positive and at most max_hold_lifetime (" +
+                               std::to_string(policy_.max_hold_lifetime.count()) + " ms)");
+        }
+        return op::hold{HoldCommand{event, holder, event + "." + detail::random_hex128(), request,
+                                    length, limits(), options.idempotency_key}};
+    }
+
+    Result<op::confirm> prepare_confirm(const std::string& token, const std::string& order_id,
+                                        bool late) const {
         if (auto ok = validate_token(token); !ok) return std::move(ok).error();
         if (auto ok = validate_id("order", order_id); !ok) return std::move(ok).error();
-        ConfirmCommand cmd{token, order_id, late, limits()};
-        return retried([&] { return backend_->confirm(cmd); });
+        return op::confirm{ConfirmCommand{token, order_id, late, limits()}};
     }
 
-    // Re-sends a call whose reply was lost. Only used for calls that are idempotent.
-    template <typename F>
-    auto retried(F&& call) -> decltype(call()) {
-        auto result = call();
-        for (int i = 0; i < policy_.retries_on_unknown_outcome && result.is(errc::outcome_unknown); ++i) {
-            result = call();
+    Result<op::release> prepare_release(const std::string& token) const {
+        if (auto ok = validate_token(token); !ok) return std::move(ok).error();
+        return op::release{token};
+    }
+
+    Result<op::extend> prepare_extend(const std::string& token, Millis ttl) const {
+        if (auto ok = validate_token(token); !ok) return std::move(ok).error();
+        if (ttl <= Millis(0)) return Failure(errc::invalid_argument, "extend ttl must be positive");
+        return op::extend{token, ttl, policy_.max_hold_lifetime};
+    }
+
+    Result<op::cancel> prepare_cancel(const std::string& event, const std::string& order_id,
+                                      const std::optional<std::string>& holder) const {
+        if (auto ok = validate_id("event", event); !ok) return std::move(ok).error();
+        if (auto ok = validate_id("order", order_id); !ok) return std::move(ok).error();
+        if (holder) {
+            if (auto ok = validate_id("holder", *holder); !ok) return std::move(ok).error();
         }
+        return op::cancel{event, order_id, holder};
+    }
+
+    Result<op::seats> prepare_seats(const std::string& event,
+                                    const std::optional<std::string>& zone) const {
+        if (auto ok = validate_id("event", event); !ok) return std::move(ok).error();
+        if (zone) {
+            if (auto ok = validate_id("zone", *zone); !ok) return std::move(ok).error();
+        }
+        return op::seats{event, zone};
+    }
+
+    static Result<op::expired> prepare_expired(std::size_t limit, Millis redeliver_after) {
+        if (limit == 0 || redeliver_after < Millis(0)) {
+            return Failure(errc::invalid_argument, "expired() needs limit > 0 and redeliver_after >= 0");
+        }
+        return op::expired{limit, redeliver_after};
+    }
+
+    static Result<op::ack_expired> prepare_ack(std::span<const std::string> tokens) {
+        for (const auto& token : tokens) {
+            if (auto ok = validate_token(token); !ok) return std::move(ok).error();
+        }
+        return op::ack_expired{{tokens.begin(), tokens.end()}};
+    }
+
+    // What each result means to the store: storage_lost for an event it knew, and the
+    // events it has now seen. Each reads and, where it must, replaces the result in place:
+    // a Hold or an Order is never moved on its way back to the caller.
+    template <typename T>
+    void finish(const op::create_event& o, Result<T>& r) { saw(o.spec.id, r); }
+    template <typename T>
+    void finish(const op::begin_recovery& o, Result<T>& r) { saw(o.spec.id, r); }
+    template <typename T>
+    void finish(const op::end_recovery& o, Result<T>& r) { saw(o.event, r); }
+    template <typename T>
+    void finish(const op::hold& o, Result<T>& r) {
+        on_event(o.cmd.event, r);
+        saw(o.cmd.event, r);
+    }
+    template <typename T>
+    void finish(const op::cancel& o, Result<T>& r) { on_event(o.event, r); }
+    template <typename T>
+    void finish(const op::seats& o, Result<T>& r) { on_event(o.event, r); }
+    template <typename T>
+    void finish(const op::confirm& o, Result<T>& r) { on_token(o.cmd.token, r); }
+    template <typename T>
+    void finish(const op::release& o, Result<T>& r) { on_token(o.token, r); }
+    template <typename T>
+    void finish(const op::extend& o, Result<T>& r) { on_token(o.token, r); }
+    template <typename T>
+    void finish(const op::events&, Result<T>& r) {
+        if (r) {
+            for (const auto& spec : *r) seen(spec.id);
+        }
+    }
+    template <typename Op, typename T>
+    void finish(const Op&, Result<T>&) {}
+
+    template <typename T>
+    void saw(const std::string& event, const Result<T>& r) {
+        if (r) seen(event);
+    }
+
+    // The blocking way: the step, its retries, its reading.
+    template <typename Op>
+    Result<typename Op::result_type> run(Result<Op> prepared) {
+        if (!prepared) return std::move(prepared).error();
+        return run_step(*prepared);
+    }
+    template <typename Op>
+    Result<typename Op::result_type> run_step(const Op& step) {
+        auto result = detail::run_retried(*backend_, step,
+                                          detail::RetryLost{policy_.retries_on_unknown_outcome});
+        finish(step, result);
         return result;
+    }
+
+    // The asynchronous way: the same parts, chained through the backend's completion.
+    template <typename Op, typename Token>
+    auto async_call(Result<Op> prepared, Token&& token) {
+        if (!prepared) {
+            return async_step(std::optional<Op>(), std::move(prepared).error(),
+                              std::forward<Token>(token));
+        }
+        return async_step(std::optional<Op>(std::move(*prepared)), std::nullopt,
+                          std::forward<Token>(token));
+    }
+
+    // `refused` when the checks failed (nothing is sent), else `prepared`.
+    template <typename Op, typename Token>
+    auto async_step(std::optional<Op> prepared, std::optional<Failure> refused, Token&& token) {
+        using T = typename Op::result_type;
+        return boost::asio::async_initiate<Token, void(Result<T>)>(
+            [this](auto handler, std::optional<Op> prepared, std::optional<Failure> refused) {
+                detail::Completer<decltype(handler)> done(std::move(handler));
+                if (refused) {
+                    done(Result<T>(std::move(*refused)));
+                    return;
+                }
+                auto request = std::make_shared<const Op>(std::move(*prepared));
+                const Op& step = *request;
+                detail::start_retried(
+                    *backend_, std::move(request),
+                    detail::RetryLost{policy_.retries_on_unknown_outcome},
+                    [this, &step, done = std::move(done)](Result<T> result) mutable {
+                        finish(step, result);
+                        done(std::move(result));
+                    });
+            },
+            token, std::move(prepared), std::move(refused));
+    }
+
+    // Every successful hold calls this: a thread that told this store about the same event
+    // last time skips the lock and the hash. known_ only grows, and its nodes never move;
+    // the serial, never reused (unlike an address), tells this store from a destroyed one.
+    void seen(const std::string& event) {
+        thread_local std::pair<std::uint64_t, const std::string*> last{0, nullptr};
+        if (last.first == known_serial_ && *last.second == event) return;
+        {
+            std::shared_lock lock(known_mutex_);
+            if (auto it = known_.find(event); it != known_.end()) {
+                last = {known_serial_, &*it};
+                return;
+            }
+        }
+        std::unique_lock lock(known_mutex_);
+        last = {known_serial_, &*known_.insert(event).first};
+    }
+
+    // An event this store knew, now missing: the storage lost it.
+    Failure lost(const std::string& event) const {
+        return Failure(errc::storage_lost,
+                       "event " + event + " existed and is missing from the storage: it lost its "
+                       "data, or the event is being recovered",
+                       {event});
+    }
+
+    template <typename T>
+    void on_event(const std::string& event, Result<T>& result) const {
+        if (result.is(errc::unknown_event) && knows(event)) result = lost(event);
+    }
+
+    // Calls on a token: the backends answer unknown_event when its event is missing.
+    template <typename T>
+    void on_token(const std::string& token, Result<T>& result) const {
+        if (!result.is(errc::unknown_event)) return;
+        const std::string event(token_event(token));
+        if (knows(event)) {
+            result = lost(event);
+        } else {
+            result = Failure(errc::unknown_hold, "no hold " + token + " (unknown event)");
+        }
+    }
+
+    HoldLimits limits() const {
+        return {policy_.max_seats_per_holder, policy_.one_active_hold_per_holder};
     }
 
     static Result<void> validate_token(const std::string& token) {
@@ -259,6 +585,12 @@ private:
 
     B* backend_;
     HoldPolicy policy_;
+    mutable std::shared_mutex known_mutex_;
+    std::unordered_set<std::string> known_;  // only grows
+    const std::uint64_t known_serial_ = [] {
+        static std::atomic<std::uint64_t> stores{0};
+        return ++stores;
+    }();
 };
 
 }  // namespace seatlock

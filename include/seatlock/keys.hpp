@@ -48,11 +48,16 @@ inline Result<void> validate_id(std::string_view what, std::string_view id) {
                        std::to_string(max_id_length) + " characters from [A-Za-z0-9._@+-]");
 }
 
+/// A character of a lock key or of a storage key prefix: printable ASCII, no space, no `{`
+/// or `}` (braces would change a Redis key's hash tag, hence its Cluster slot).
+constexpr bool is_key_char(char c) noexcept {
+    return c > ' ' && c < 127 && c != '{' && c != '}';
+}
+
 /// True when `key` can be locked: 1 to 512 printable ASCII characters, no space, no `{` `}`.
 constexpr bool is_valid_lock_key(std::string_view key) noexcept {
     return !key.empty() && key.size() <= max_lock_key_length &&
-           std::all_of(key.begin(), key.end(),
-                       [](char c) { return c > ' ' && c < 127 && c != '{' && c != '}'; });
+           std::all_of(key.begin(), key.end(), is_key_char);
 }
 
 /// The group of a lock key: the part before its first ':' ("game42:A-12" -> "game42"),

@@ -8,13 +8,17 @@
 //     // guard's destructor releases every key
 //
 // A multi-key lock is one backend step: all keys or none, never a partial lock visible to
-// anyone, so two orders locking overlapping seats in any order cannot deadlock.
+// anyone, so two orders locking overlapping seats in any order cannot deadlock. A release
+// that fails in transit is retried (briefly in the caller's thread, then in the
+// background), so a storage blip does not leave keys locked for the rest of their lease.
 #pragma once
 
 #include <seatlock/backend.hpp>
-#include <seatlock/detail/random.hpp>
+#include <seatlock/detail/acquisition.hpp>
+#include <seatlock/detail/async_locks.hpp>
 #include <seatlock/detail/watchdog.hpp>
 #include <seatlock/keys.hpp>
+#include <seatlock/lock_options.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -27,53 +31,52 @@
 
 namespace seatlock {
 
-struct LockOptions {
-    Millis wait = std::chrono::seconds(3);    ///< lock()/lock_all(): how long to keep trying
-    Millis lease = std::chrono::seconds(10);  ///< how long the storage keeps a key for its owner
-    bool watchdog = false;                    ///< renew every lease/3 while the guard lives
-    Millis backoff_min = Millis(2);           ///< first pause between attempts (before jitter)
-    Millis backoff_max = Millis(100);         ///< pauses double up to this; full jitter
-    /// Called once, from the watchdog thread, when a watched lease is lost.
-    std::function<void(const std::vector<std::string>& keys)> on_lost;
-    /// Called when a guard's destructor could not release its keys (e.g. storage down):
-    /// the keys stay locked until their lease ends. Errors are never silently dropped by
-    /// unlock(); this is where the destructor reports them.
-    std::function<void(const Failure&)> on_release_error;
-};
-
 template <LockBackend B>
 class LockManager;
 
 namespace detail {
 
 /// The shared body of SingleLock and MultiLock: move-only, releases on destruction.
+///
+/// Releasing: one attempt, then, while it fails in transit, more attempts in the calling
+/// thread for up to LockOptions::release_retry_inline (100 ms by default), so that a
+/// destructor blocks about that long at most (plus a call in flight when the time is up,
+/// which the driver's own timeouts bound). What is still failing then goes to the manager's
+/// background thread, which keeps trying every backoff_max at most until the release goes
+/// through, release_retry is spent or the lease has ended; only a release given up
+/// reaches on_release_error. A key whose release lost its connection is therefore free
+/// about backoff_max after the storage answers again, not when its lease ends.
 template <LockBackend B>
 class BasicGuard {
 public:
     BasicGuard(BasicGuard&& other) noexcept
-        : backend_(other.backend_), watchdog_(std::move(other.watchdog_)),
-          state_(std::move(other.state_)), on_release_error_(std::move(other.on_release_error_)) {
-        other.backend_ = nullptr;
-    }
+        : backend_(std::exchange(other.backend_, nullptr)),
+          watchdog_(std::move(other.watchdog_)),
+          state_(std::move(other.state_)),
+          executor_(std::move(other.executor_)),
+          renewal_(std::move(other.renewal_)) {}
     BasicGuard& operator=(BasicGuard&& other) noexcept {
         if (this != &other) {
             release_in_destructor();
             backend_ = std::exchange(other.backend_, nullptr);
             watchdog_ = std::move(other.watchdog_);
             state_ = std::move(other.state_);
-            on_release_error_ = std::move(other.on_release_error_);
+            executor_ = std::move(other.executor_);
+            renewal_ = std::move(other.renewal_);
         }
         return *this;
     }
     BasicGuard(const BasicGuard&) = delete;
     BasicGuard& operator=(const BasicGuard&) = delete;
+    /// Releases the keys. A guard acquired asynchronously never blocks here: its release
+    /// and retries run on its executor's timers; the others retry in the calling thread
+    /// for release_retry_inline at most (see the class comment).
     ~BasicGuard() { release_in_destructor(); }
 
     /// True while this guard believes it holds its keys: not unlocked, not reported lost,
     /// and within its lease as measured locally (conservatively, from before the request).
     [[nodiscard]] bool owns() const noexcept {
-        return backend_ && !state_->lost &&
-               std::chrono::steady_clock::now().time_since_epoch().count() < state_->valid_until;
+        return backend_ && !state_->lost && state_->valid_at(std::chrono::steady_clock::now());
     }
     /// The keys, sorted and without duplicates.
     [[nodiscard]] const std::vector<std::string>& keys() const noexcept { return state_->keys; }
@@ -81,55 +84,209 @@ public:
     /// with every write the lock guards and refuse writes that carry a smaller one.
     [[nodiscard]] std::uint64_t fencing_token() const noexcept { return state_->fencing_token; }
 
-    /// Renews the lease to now + lease. false (and the guard marked lost) when the keys
-    /// are no longer this guard's; a Failure when the storage could not be asked.
-    Result<bool> extend(Millis lease) {
-        if (!backend_) return false;
-        if (lease <= Millis(0)) return Failure(errc::invalid_argument, "lease must be positive");
-        const auto sent = std::chrono::steady_clock::now();
-        auto renewed = backend_->extend_locks(state_->keys, state_->owner, lease);
-        if (!renewed) return renewed;
-        if (*renewed) {
-            state_->lease = lease;
-            state_->valid_until = (sent + lease).time_since_epoch().count();
-        } else {
-            state_->mark_lost();
+    /// Renews the lease to now + lease. Fails with lock_not_owned when the keys are no
+    /// longer this guard's (the guard is then marked lost) or it was unlocked; failures in
+    /// transit are retried for LockOptions::release_retry_inline, then returned.
+    Result<void> extend(Millis lease) {
+        auto renewal = start_extension(lease);
+        if (!renewal) return std::move(renewal).error();
+        for (;;) {
+            const auto sent = SteadyClock::now();
+            auto step = renewal->on_reply(renewal->request().run(*backend_), sent);
+            if (!step.pause) return std::move(step.result);
+            std::this_thread::sleep_for(*step.pause);
         }
-        return renewed;
     }
 
-    /// Releases now. true when it still held every key; false when the lease had run out
-    /// (keys taken by someone else are never touched). A Failure when the storage could not
-    /// be asked: the keys then stay locked until their lease ends.
-    Result<bool> unlock() {
-        if (!backend_) return false;
-        if (watchdog_) watchdog_->unwatch(state_.get());
-        auto released = backend_->release_locks(state_->keys, state_->owner);
-        backend_ = nullptr;
-        return released;
+    /// extend(), asynchronously: completes with void(Result<void>); pauses between
+    /// retries on a timer of the handler's executor.
+    template <typename Token>
+    auto async_extend(Millis lease, Token&& token) {
+        return boost::asio::async_initiate<Token, void(Result<void>)>(
+            [this, lease](auto handler) {
+                auto executor = timer_executor(handler);
+                auto done = std::make_shared<Completer<decltype(handler)>>(std::move(handler));
+                auto renewal = start_extension(lease);
+                if (!renewal) return (*done)(Result<void>(std::move(renewal).error()));
+                auto timer = std::make_shared<boost::asio::steady_timer>(executor);
+                extend_async(*backend_, std::make_shared<Extension>(std::move(*renewal)),
+                             std::move(timer), std::move(done));
+            },
+            token);
+    }
+
+    /// Releases the keys now (see the class comment for retries). Fails with
+    /// lock_not_owned when they were no longer this guard's: its lease ran out or they
+    /// were taken over (nothing is touched then), or it was unlocked already. Any other
+    /// failure means the keys may still be locked: a failure in transit that outlasted
+    /// release_retry_inline is still being retried in the background (and reaches
+    /// on_release_error if it never goes through); other failures leave the keys locked
+    /// until their lease ends.
+    Result<void> unlock() {
+        if (!backend_) return released_already();
+        return release(false);
+    }
+
+    /// unlock(), asynchronously: completes with void(Result<void>) and the same answers;
+    /// retries run on timers of the handler's executor, in the background once
+    /// release_retry_inline is spent.
+    template <typename Token>
+    auto async_unlock(Token&& token) {
+        return boost::asio::async_initiate<Token, void(Result<void>)>(
+            [this](auto handler) {
+                auto executor = timer_executor(handler);
+                auto done = std::make_shared<Completer<decltype(handler)>>(std::move(handler));
+                if (!backend_) return (*done)(Result<void>(released_already()));
+                stop_watching();
+                B& backend = *std::exchange(backend_, nullptr);
+                AsyncRelease<B>::start(backend, state_, std::move(executor),
+                                       [done](Result<void> r) { (*done)(std::move(r)); });
+            },
+            token);
     }
 
 protected:
-    BasicGuard(B& backend, std::shared_ptr<Watchdog<B>> watchdog,
-               std::shared_ptr<LeaseState> state, std::function<void(const Failure&)> on_error)
-        : backend_(&backend), watchdog_(std::move(watchdog)), state_(std::move(state)),
-          on_release_error_(std::move(on_error)) {}
+    BasicGuard(B& backend, std::shared_ptr<Watchdog<B>> watchdog, std::shared_ptr<LeaseState> state)
+        : backend_(&backend), watchdog_(std::move(watchdog)), state_(std::move(state)) {}
+
+    /// A guard acquired asynchronously: its watchdog (when asked for) runs on `executor`'s
+    /// timers, and its destructor releases there without blocking.
+    BasicGuard(B& backend, std::shared_ptr<Watchdog<B>> watchdog, std::shared_ptr<LeaseState> state,
+               boost::asio::any_io_executor executor)
+        : backend_(&backend),
+          watchdog_(std::move(watchdog)),
+          state_(std::move(state)),
+          executor_(std::move(executor)) {
+        if (state_->watched) renewal_ = AsyncRenewal<B>::start(backend, state_, *executor_);
+    }
 
 private:
+    // One renewal of the lease, across its attempts: what each answer means.
+    class Extension {
+    public:
+        struct Step {
+            Result<void> result;          // when settled
+            std::optional<Millis> pause;  // when to be sent again
+        };
+        Extension(std::shared_ptr<LeaseState> state, Millis lease)
+            : state_(std::move(state)),
+              lease_(lease),
+              backoff_(state_->pause_min, state_->pause_max),
+              stop_(SteadyClock::now() + state_->retry_inline) {}
+
+        [[nodiscard]] op::extend_locks request() const { return {state_->keys, state_->owner, lease_}; }
+
+        Step on_reply(Result<bool> renewed, SteadyClock::time_point sent) {
+            if (renewed && *renewed) {
+                state_->lease = lease_;
+                state_->valid_until = (sent + lease_).time_since_epoch().count();
+                return {};
+            }
+            if (renewed) {
+                state_->mark_lost();
+                return {Failure(errc::lock_not_owned,
+                                "nothing extended: this guard no longer holds " +
+                                    state_->describe_keys() +
+                                    " (its lease ran out, or another owner took over)",
+                                state_->keys),
+                        std::nullopt};
+            }
+            const Millis pause = backoff_.pause();
+            if (!worth_retrying(renewed.error()) || SteadyClock::now() + pause >= stop_) {
+                return {std::move(renewed).error(), std::nullopt};
+            }
+            return {{}, pause};
+        }
+
+    private:
+        std::shared_ptr<LeaseState> state_;
+        Millis lease_;
+        Backoff backoff_;
+        SteadyClock::time_point stop_;
+    };
+
+    Result<Extension> start_extension(Millis lease) const {
+        if (!backend_) return released_already();
+        if (lease <= Millis(0)) return Failure(errc::invalid_argument, "lease must be positive");
+        return Extension(state_, lease);
+    }
+
+    template <typename Done>
+    static void extend_async(B& backend, std::shared_ptr<Extension> renewal,
+                             std::shared_ptr<boost::asio::steady_timer> timer, Done done) {
+        const auto sent = SteadyClock::now();
+        const Extension& request = *renewal;
+        detail::start(backend, request.request(),
+                      [&backend, renewal, timer, done, sent](Result<bool> renewed) mutable {
+                          auto step = renewal->on_reply(std::move(renewed), sent);
+                          if (!step.pause) return (*done)(std::move(step.result));
+                          timer->expires_after(*step.pause);
+                          timer->async_wait([&backend, renewal, timer, done](boost::system::error_code) {
+                              extend_async(backend, renewal, timer, done);
+                          });
+                      });
+    }
+
+    static Failure released_already() {
+        return Failure(errc::lock_not_owned,
+                       "this guard holds no keys: it was unlocked or moved from");
+    }
+
+    void stop_watching() {
+        if (renewal_) {
+            renewal_->stop();
+            renewal_.reset();
+        } else if (state_->watched) {
+            watchdog_->unwatch(state_.get());
+        }
+    }
+
+    // Reports instead of returning when `in_destructor`.
+    Result<void> release(bool in_destructor) {
+        stop_watching();
+        B& backend = *std::exchange(backend_, nullptr);
+        ReleaseAttempts release(state_);
+        switch (release.attempt_inline(backend)) {
+            case ReleaseAttempts::Outcome::released: return {};
+            case ReleaseAttempts::Outcome::not_owned:
+                return Failure(errc::lock_not_owned,
+                               "nothing released: this guard no longer held " +
+                                   state_->describe_keys() +
+                                   " (its lease ran out, or another owner took over)",
+                               state_->keys);
+            case ReleaseAttempts::Outcome::pending: {
+                Failure f = release.failure(
+                    "retrying in the background; on_release_error is called if it never "
+                    "succeeds");
+                watchdog_->release_later(std::move(release));
+                return f;
+            }
+            case ReleaseAttempts::Outcome::failed: break;
+        }
+        Failure f = release.given_up();
+        if (in_destructor) state_->report_release_error(f);
+        return f;
+    }
+
     void release_in_destructor() noexcept {
         if (!backend_) return;
         try {
-            auto released = unlock();
-            if (!released && on_release_error_) on_release_error_(released.error());
+            if (executor_) {
+                stop_watching();
+                AsyncRelease<B>::start(*std::exchange(backend_, nullptr), state_, *executor_, nullptr);
+                return;
+            }
+            (void)release(true);
         } catch (...) {
-            // A throwing callback or allocation failure must not escape a destructor.
+            // An allocation failure must not escape a destructor.
         }
     }
 
     B* backend_;
     std::shared_ptr<Watchdog<B>> watchdog_;
     std::shared_ptr<LeaseState> state_;
-    std::function<void(const Failure&)> on_release_error_;
+    std::optional<boost::asio::any_io_executor> executor_;  // acquired asynchronously
+    std::shared_ptr<AsyncRenewal<B>> renewal_;
 };
 
 }  // namespace detail
@@ -188,19 +345,56 @@ public:
         return acquire<MultiLock<B>>(std::move(keys), options_, false);
     }
 
+    // The same four, asynchronously. The completion signature is void(Result<guard>);
+    // pauses while a key is busy run on a timer of the handler's associated executor,
+    // never blocking a thread. Cancelling through the handler's cancellation slot (any
+    // type) ends a wait with errc::cancelled and leaves no key locked: a request already
+    // sent is answered first, and whatever it took is released. The guard handed out
+    // releases without blocking when it goes out of scope, and its watchdog (when
+    // LockOptions::watchdog) runs on the same executor's timers.
+    //
+    //     auto guard = co_await locks.async_lock_all(keys, asio::use_awaitable);
+
+    template <typename Token>
+    auto async_lock(const std::string& key, Token&& token) {
+        return async_acquire<SingleLock<B>>({key}, options_, true, std::forward<Token>(token));
+    }
+    template <typename Token>
+    auto async_lock(const std::string& key, const LockOptions& options, Token&& token) {
+        return async_acquire<SingleLock<B>>({key}, options, true, std::forward<Token>(token));
+    }
+    template <typename Token>
+    auto async_try_lock(const std::string& key, Token&& token) {
+        return async_acquire<SingleLock<B>>({key}, options_, false, std::forward<Token>(token));
+    }
+    template <typename Token>
+    auto async_lock_all(std::vector<std::string> keys, Token&& token) {
+        return async_acquire<MultiLock<B>>(std::move(keys), options_, true, std::forward<Token>(token));
+    }
+    template <typename Token>
+    auto async_lock_all(std::vector<std::string> keys, const LockOptions& options, Token&& token) {
+        return async_acquire<MultiLock<B>>(std::move(keys), options, true, std::forward<Token>(token));
+    }
+    template <typename Token>
+    auto async_try_lock_all(std::vector<std::string> keys, Token&& token) {
+        return async_acquire<MultiLock<B>>(std::move(keys), options_, false, std::forward<Token>(token));
+    }
+
 private:
     static Result<void> check(const LockOptions& o) {
         if (o.lease <= Millis(0) || o.wait < Millis(0) || o.backoff_min <= Millis(0) ||
-            o.backoff_max < o.backoff_min) {
+            o.backoff_max < o.backoff_min || o.release_retry < Millis(0) ||
+            o.release_retry_inline < Millis(0)) {
             return Failure(errc::invalid_argument,
-                           "LockOptions need lease > 0, wait >= 0 and 0 < backoff_min <= backoff_max");
+                           "LockOptions need lease > 0, wait >= 0, 0 < backoff_min <= "
+                           "backoff_max, release_retry >= 0 and release_retry_inline >= 0");
         }
         return {};
     }
 
-    template <typename Guard>
-    Result<Guard> acquire(std::vector<std::string> keys, const LockOptions& options, bool wait) {
-        if (auto ok = check(options); !ok) return std::move(ok).error();
+    // The checks both ways share: nothing is sent when they fail.
+    static Result<void> check(const std::vector<std::string>& keys, const LockOptions& options) {
+        if (auto ok = check(options); !ok) return ok;
         if (keys.empty()) return Failure(errc::invalid_argument, "no key to lock");
         for (const auto& key : keys) {
             if (!is_valid_lock_key(key)) {
@@ -210,48 +404,79 @@ private:
                                {key});
             }
         }
-        std::sort(keys.begin(), keys.end());
-        keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+        return {};
+    }
 
-        auto state = std::make_shared<detail::LeaseState>();
-        state->keys = std::move(keys);
-        state->owner = detail::random_hex128();
-        state->lease = options.lease;
-        state->on_lost = options.on_lost;
+    template <typename Guard, typename Token>
+    auto async_acquire(std::vector<std::string> keys, const LockOptions& options, bool wait,
+                       Token&& token) {
+        return boost::asio::async_initiate<Token, void(Result<Guard>)>(
+            [this](auto handler, std::vector<std::string> keys, LockOptions options, bool wait) {
+                if (auto ok = check(keys, options); !ok) {
+                    detail::Completer<decltype(handler)> done(std::move(handler));
+                    return done(Result<Guard>(std::move(ok).error()));
+                }
+                auto state = detail::new_lease(std::move(keys), options);
+                auto make_guard = [backend = backend_, watchdog = watchdog_](
+                                      std::shared_ptr<detail::LeaseState> lease,
+                                      boost::asio::any_io_executor executor) {
+                    return Guard(*backend, watchdog, std::move(lease), std::move(executor));
+                };
+                using Op = detail::AsyncAcquire<B, Guard, decltype(make_guard), decltype(handler)>;
+                std::make_shared<Op>(*backend_, detail::Acquisition(std::move(state), options, wait),
+                                     std::move(make_guard), std::move(handler))
+                    ->start();
+            },
+            token, std::move(keys), options, wait);
+    }
 
-        using Clock = std::chrono::steady_clock;
-        const auto deadline = Clock::now() + options.wait;
-        Millis pause = options.backoff_min;
-        bool asked_again = false;
+    template <typename Guard>
+    Result<Guard> acquire(std::vector<std::string> keys, const LockOptions& options, bool wait) {
+        if (auto ok = check(keys, options); !ok) return std::move(ok).error();
+        auto state = detail::new_lease(std::move(keys), options);
+        detail::Acquisition acquisition(state, options, wait);
         for (;;) {
-            const auto sent = Clock::now();
-            auto fence = backend_->acquire_locks(state->keys, state->owner, options.lease);
-            if (fence) {
-                state->fencing_token = *fence;
-                state->valid_until = (sent + options.lease).time_since_epoch().count();
-                if (options.watchdog) watchdog_->watch(state);
-                return Guard(*backend_, options.watchdog ? watchdog_ : nullptr, std::move(state),
-                             options.on_release_error);
+            const auto sent = detail::SteadyClock::now();
+            const auto step = acquisition.on_reply(acquisition.request().run(*backend_), sent);
+            switch (step.next) {
+                case detail::Acquisition::Next::granted:
+                    if (options.watchdog) watchdog_->watch(state);
+                    return Guard(*backend_, watchdog_, std::move(state));
+                case detail::Acquisition::Next::failed: {
+                    Failure f = *step.failure;
+                    if (step.give_back) give_back(state, f);
+                    return f;
+                }
+                case detail::Acquisition::Next::send_again: continue;
+                case detail::Acquisition::Next::pause: std::this_thread::sleep_for(step.pause); continue;
             }
-            // A lost reply may have taken the keys for us: asking again with the same
-            // owner is safe and settles it. Anything else but "busy" is for the caller.
-            const bool busy = fence.is(errc::lock_busy);
-            if (!busy) {
-                if (!fence.is(errc::outcome_unknown) || asked_again) return std::move(fence).error();
-                asked_again = true;
-                continue;
+        }
+    }
+
+    // Releases, with the same owner token, what an acquisition whose outcome stayed
+    // unknown may have taken, and says so in its failure `f`. Retried as a guard's
+    // release is; a release given up goes to on_release_error.
+    void give_back(const std::shared_ptr<detail::LeaseState>& state, Failure& f) {
+        using Outcome = detail::ReleaseAttempts::Outcome;
+        // If anything was taken, its lease ends at the latest a lease from now.
+        state->valid_until =
+            (std::chrono::steady_clock::now() + state->lease.load()).time_since_epoch().count();
+        detail::ReleaseAttempts release(state);
+        switch (release.attempt_inline(*backend_)) {
+            case Outcome::released:
+            case Outcome::not_owned:
+                f.detail += "; whatever it took is released again";
+                return;
+            case Outcome::pending:
+                f.detail += "; releasing whatever it took is being retried in the background";
+                watchdog_->release_later(std::move(release));
+                return;
+            case Outcome::failed: {
+                Failure given_up = release.given_up();
+                f.detail += "; releasing whatever it took failed too: " + given_up.detail;
+                state->report_release_error(given_up);
+                return;
             }
-            const auto now = Clock::now();
-            if (!wait) return std::move(fence).error();
-            if (now >= deadline) {
-                Failure f = std::move(fence).error();
-                f.code = make_error_code(errc::lock_timeout);
-                f.detail += " after waiting " + std::to_string(options.wait.count()) + " ms";
-                return f;
-            }
-            const auto left = std::chrono::duration_cast<Millis>(deadline - now);
-            std::this_thread::sleep_for(std::min(Millis(detail::jitter(pause.count())), left));
-            pause = std::min(pause * 2, options.backoff_max);
         }
     }
 

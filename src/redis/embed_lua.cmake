@@ -55,11 +55,5 @@ string(APPEND body "\n/// Every operation, for tests.\n")
 string(APPEND body "inline constexpr std::array<const Script*, ${count}> all{${all}};\n\n")
 string(APPEND body "}  // namespace seatlock::redis_scripts\n")
 
-# Only touch the file when it changes, so dependents are not rebuilt needlessly.
-if(EXISTS ${OUTPUT})
-  file(READ ${OUTPUT} previous)
-  if(previous STREQUAL body)
-    return()
-  endif()
-endif()
-file(WRITE ${OUTPUT} "${body}")
+include(${CMAKE_CURRENT_LIST_DIR}/../../cmake/write_if_changed.cmake)
+write_if_changed(${OUTPUT} "${body}")

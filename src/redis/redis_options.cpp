@@ -1,4 +1,5 @@
-// src/redis/redis_options.cpp: RedisOptions::from_url, for redis://[user:password@]host:port[/db].
+// src/redis/redis_options.cpp: RedisOptions::from_url, for redis://[user:password@]host:port[/db]
+// and redis+cluster://[user:password@]host:port[,host:port...].
 #include <seatlock/backends/redis.hpp>
 
 #include <charconv>
@@ -12,12 +13,16 @@ namespace {
 Failure bad_url(std::string_view url, const std::string& why) {
     // Never echo the password back: show the URL only up to its credentials.
     const auto at = url.rfind('@');
+    const auto scheme_end = url.find("://");
+    const std::string scheme =
+        scheme_end == std::string_view::npos ? "redis://" : std::string(url.substr(0, scheme_end + 3));
     const std::string shown = at == std::string_view::npos
                                   ? std::string(url.substr(0, 80))
-                                  : "redis://***@" + std::string(url.substr(at + 1, 80));
+                                  : scheme + "***@" + std::string(url.substr(at + 1, 80));
     return Failure(errc::invalid_argument,
                    "bad Redis URL '" + shown + "': " + why +
-                       " (expected redis://[user:password@]host:port[/db])");
+                       " (expected redis://[user:password@]host:port[/db] or "
+                       "redis+cluster://[user:password@]host:port[,host:port...])");
 }
 
 // A non-negative decimal number no larger than `max`; nullopt otherwise.
@@ -49,12 +54,48 @@ std::optional<std::string> percent_decode(std::string_view text) {
     return out;
 }
 
+// host[:port] or [IPv6][:port] into `node`; the reason when it is not one.
+std::optional<std::string> parse_node(std::string_view authority, RedisNode& node) {
+    std::string_view port_text;
+    const bool bracketed = !authority.empty() && authority.front() == '[';
+    if (bracketed) {  // [IPv6]:port
+        const auto close = authority.find(']');
+        if (close == std::string_view::npos) return "an unclosed [IPv6 address]";
+        node.host = std::string(authority.substr(1, close - 1));
+        const std::string_view after = authority.substr(close + 1);
+        if (!after.empty() && after.front() != ':') return "junk after the IPv6 address";
+        if (after == ":") return "an empty port";
+        port_text = after.empty() ? "" : after.substr(1);
+    } else {
+        const auto colon = authority.rfind(':');
+        node.host = std::string(authority.substr(0, colon));
+        if (colon != std::string_view::npos) {
+            port_text = authority.substr(colon + 1);
+            if (port_text.empty()) return "an empty port";
+        }
+    }
+    if (node.host.empty()) return "no host";
+    if (node.host.find_first_of(bracketed ? " @[]," : " :@[],") != std::string::npos) {
+        return "a bad host";
+    }
+    if (!port_text.empty()) {
+        const auto port = number(port_text, 65535);
+        if (!port || *port == 0) return "the port must be a number from 1 to 65535";
+        node.port = static_cast<int>(*port);
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 Result<RedisOptions> RedisOptions::from_url(std::string_view url) {
     constexpr std::string_view scheme = "redis://";
-    if (url.substr(0, scheme.size()) != scheme) return bad_url(url, "it must start with redis://");
-    std::string_view rest = url.substr(scheme.size());
+    constexpr std::string_view cluster_scheme = "redis+cluster://";
+    const bool cluster = url.substr(0, cluster_scheme.size()) == cluster_scheme;
+    if (!cluster && url.substr(0, scheme.size()) != scheme) {
+        return bad_url(url, "it must start with redis:// or redis+cluster://");
+    }
+    std::string_view rest = url.substr(cluster ? cluster_scheme.size() : scheme.size());
     if (rest.find_first_of("?#") != std::string_view::npos) {
         return bad_url(url, "query strings and fragments are not supported");
     }
@@ -78,34 +119,28 @@ Result<RedisOptions> RedisOptions::from_url(std::string_view url) {
         options.password = std::move(*password);
     }
 
-    std::string_view port_text;
-    const bool bracketed = !authority.empty() && authority.front() == '[';
-    if (bracketed) {  // [IPv6]:port
-        const auto close = authority.find(']');
-        if (close == std::string_view::npos) return bad_url(url, "an unclosed [IPv6 address]");
-        options.host = std::string(authority.substr(1, close - 1));
-        const std::string_view after = authority.substr(close + 1);
-        if (!after.empty() && after.front() != ':')
-            return bad_url(url, "junk after the IPv6 address");
-        port_text = after.empty() ? "" : after.substr(1);
-        if (after == ":") return bad_url(url, "an empty port");
-    } else {
-        const auto colon = authority.rfind(':');
-        options.host = std::string(authority.substr(0, colon));
-        if (colon != std::string_view::npos) {
-            port_text = authority.substr(colon + 1);
-            if (port_text.empty()) return bad_url(url, "an empty port");
+    if (cluster) {
+        // Seed nodes, comma-separated, as Lettuce and redis-py's cluster URLs list them.
+        if (slash != std::string_view::npos) {
+            return bad_url(url, "a cluster has only database 0: no /db after its nodes");
         }
+        while (true) {
+            const auto comma = authority.find(',');
+            RedisNode node;
+            if (auto why = parse_node(authority.substr(0, comma), node)) return bad_url(url, *why);
+            options.cluster_nodes.push_back(std::move(node));
+            if (comma == std::string_view::npos) break;
+            authority = authority.substr(comma + 1);
+        }
+        options.host = options.cluster_nodes.front().host;
+        options.port = options.cluster_nodes.front().port;
+        return options;
     }
-    if (options.host.empty()) return bad_url(url, "no host");
-    if (options.host.find_first_of(bracketed ? " @[]" : " :@[]") != std::string::npos) {
-        return bad_url(url, "a bad host");
-    }
-    if (!port_text.empty()) {
-        const auto port = number(port_text, 65535);
-        if (!port || *port == 0) return bad_url(url, "the port must be a number from 1 to 65535");
-        options.port = static_cast<int>(*port);
-    }
+
+    RedisNode node{options.host, options.port};
+    if (auto why = parse_node(authority, node)) return bad_url(url, *why);
+    options.host = std::move(node.host);
+    options.port = node.port;
     if (!path.empty()) {
         const auto db = number(path, std::numeric_limits<int>::max());
         if (!db) return bad_url(url, "the database must be a number after the last /");

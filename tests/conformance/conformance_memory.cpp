@@ -2,7 +2,9 @@
 #include "hold_conformance.hpp"
 #include "lock_conformance.hpp"
 #include "model_test.hpp"
+#include "retry_conformance.hpp"
 
-SEATLOCK_LOCK_CONFORMANCE(seatlock::testing::MemoryFixture);
-SEATLOCK_HOLD_CONFORMANCE(seatlock::testing::MemoryFixture);
-SEATLOCK_MODEL_TEST(seatlock::testing::MemoryFixture);
+SEATLOCK_LOCK_CONFORMANCE(seatlock::testing::MemoryFixture, seatlock::testing::Async<seatlock::testing::MemoryFixture>);
+SEATLOCK_HOLD_CONFORMANCE(seatlock::testing::MemoryFixture, seatlock::testing::Async<seatlock::testing::MemoryFixture>);
+SEATLOCK_RETRY_CONFORMANCE(seatlock::testing::MemoryFixture, seatlock::testing::Async<seatlock::testing::MemoryFixture>);
+SEATLOCK_MODEL_TEST(seatlock::testing::MemoryFixture, seatlock::testing::Async<seatlock::testing::MemoryFixture>);

@@ -2,6 +2,8 @@
 #include "hold_conformance.hpp"
 #include "lock_conformance.hpp"
 #include "model_test.hpp"
+#include "retry_conformance.hpp"
+#include "integration/redis_admin.hpp"
 #include "support/redis_server.hpp"
 
 #include <seatlock/backends/redis.hpp>
@@ -29,6 +31,14 @@ struct RedisFixture {
     void advance(Millis d) { std::this_thread::sleep_for(d); }
     // The server runs on this machine: its TIME is this wall clock.
     WallTime now() const { return std::chrono::system_clock::now(); }
+    // Deletes this fixture's keys (the function library stays: a restart would lose it
+    // too, and the backend reloads it, but that is tested in integration/).
+    void lose_data() {
+        RedisAdmin admin(conformance_server().port());
+        admin.command({"EVAL",
+                       "for _, k in ipairs(redis.call('KEYS', ARGV[1])) do redis.call('DEL', k) end",
+                       "0", backend_.options().prefix + ":*"});
+    }
 
 private:
     static RedisOptions options() {
@@ -46,6 +56,7 @@ private:
 
 }  // namespace seatlock::testing
 
-SEATLOCK_LOCK_CONFORMANCE(seatlock::testing::RedisFixture);
-SEATLOCK_HOLD_CONFORMANCE(seatlock::testing::RedisFixture);
-SEATLOCK_MODEL_TEST(seatlock::testing::RedisFixture);
+SEATLOCK_LOCK_CONFORMANCE(seatlock::testing::RedisFixture, seatlock::testing::Async<seatlock::testing::RedisFixture>);
+SEATLOCK_HOLD_CONFORMANCE(seatlock::testing::RedisFixture, seatlock::testing::Async<seatlock::testing::RedisFixture>);
+SEATLOCK_RETRY_CONFORMANCE(seatlock::testing::RedisFixture, seatlock::testing::Async<seatlock::testing::RedisFixture>);
+SEATLOCK_MODEL_TEST(seatlock::testing::RedisFixture, seatlock::testing::Async<seatlock::testing::RedisFixture>);

@@ -7,9 +7,13 @@
 //   backend_type& backend();
 //   void advance(Millis d);        let d pass on the backend's clock (sleeps on real clocks)
 //   WallTime now();                the backend's now, on the wall clock
+//   void lose_data();              the storage forgets every event, hold and order, as a
+//                                  server restarted without persistence does
 #pragma once
 
 #include <seatlock/seatlock.hpp>
+
+#include "async_api.hpp"
 
 #include <chrono>
 #include <thread>
@@ -24,6 +28,7 @@ struct MemoryFixture {
     MemoryBackend& backend() { return backend_; }
     void advance(Millis d) { std::this_thread::sleep_for(d); }
     WallTime now() const { return std::chrono::system_clock::now(); }
+    void lose_data() { backend_.wipe(); }
 
     MemoryBackend backend_;
 };
@@ -36,6 +41,7 @@ struct FakeFixture {
     FakeBackend& backend() { return backend_; }
     void advance(Millis d) { backend_.advance(d); }
     WallTime now() const { return backend_.now(); }
+    void lose_data() { backend_.wipe(); }
 
     FakeBackend backend_;
 };

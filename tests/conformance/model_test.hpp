@@ -291,7 +291,7 @@ private:
     }
 
     F f_;
-    SeatHoldStore<typename F::backend_type> store_;
+    seatlock::testing::Store<F> store_;
     std::shared_mutex gate_;
     std::mutex model_mutex_;
     std::map<std::string, ModelHold> holds_;

@@ -15,6 +15,7 @@ TEST_CASE("a full redis:// URL sets user, password, host, port and db") {
     CHECK(o.db == 4);
     CHECK(o.prefix == "seatlock");  // what the URL does not say keeps its default
     CHECK(o.pool_size == 8);
+    CHECK(o.async_connections == 1);
 }
 
 TEST_CASE("URL parts are optional: password only, no credentials, default port, no db") {
@@ -93,6 +94,7 @@ TEST_CASE("options that can never work are refused by the constructor") {
     CHECK(refused([](RedisOptions& o) { o.host.clear(); }));
     CHECK(refused([](RedisOptions& o) { o.port = 0; }));
     CHECK(refused([](RedisOptions& o) { o.pool_size = 0; }));
+    CHECK(refused([](RedisOptions& o) { o.async_connections = 0; }));
     CHECK(refused([](RedisOptions& o) { o.command_timeout = seatlock::Millis(0); }));
     CHECK(refused([](RedisOptions& o) { o.connect_timeout = seatlock::Millis(-1); }));
     CHECK(refused([](RedisOptions& o) { o.prefix = "with{brace}"; }));

@@ -142,8 +142,9 @@ struct Worker {
         line << "lock " << guard->fencing_token() << ' ' << acquired << ' ' << releasing;
         for (const auto& key : guard->keys()) line << ' ' << key;
         log.line(line.str());
-        auto released = guard->unlock();
-        if (!released || !*released) log.fail("unlock: the lease was lost or the call failed");
+        if (auto released = guard->unlock(); !released) {
+            log.fail("unlock: " + released.error().message());
+        }
     }
 };
 

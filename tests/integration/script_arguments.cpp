@@ -93,14 +93,16 @@ TEST_CASE("hold.lua rejects malformed arguments and changes nothing") {
     World w;
     const Args keys = plus(event_keys(), {key("free", "lower"), key("seats", "lower")});
     const Args args{"seatlock", "game1", "alice", token_a, "lower", "seats",
-                    "1",        "60000", "3",     "0",     "A-5"};
+                    "1",        "60000", "3",     "0",     "",      "A-5"};
     for (const char* ttl : {"abc", "0", "-5", "1e3", "99999999999999999999", ""}) {
         w.rejects(seatlock::redis_scripts::hold, keys, with(args, 7, ttl));
     }
     w.rejects(seatlock::redis_scripts::hold, keys, with(args, 6, "0"));     // no seat
     w.rejects(seatlock::redis_scripts::hold, keys, with(args, 6, "2"));     // count != seats given
-    w.rejects(seatlock::redis_scripts::hold, keys, with(args, 10, "A:5"));  // seat id with ':'
-    w.rejects(seatlock::redis_scripts::hold, keys, with(args, 10, "{A-5}"));            // braces
+    w.rejects(seatlock::redis_scripts::hold, keys, with(args, 11, "A:5"));  // seat id with ':'
+    w.rejects(seatlock::redis_scripts::hold, keys, with(args, 11, "{A-5}"));            // braces
+    w.rejects(seatlock::redis_scripts::hold, keys, with(args, 10, "key with space"));   // bad key
+    w.rejects(seatlock::redis_scripts::hold, keys, with(args, 10, "k=1"));
     w.rejects(seatlock::redis_scripts::hold, keys, plus(with(args, 6, "2"), {"A-5"}));  // twice
     w.rejects(seatlock::redis_scripts::hold, keys, with(args, 2, "al ice"));
     w.rejects(seatlock::redis_scripts::hold, keys,
@@ -117,7 +119,7 @@ TEST_CASE("hold.lua rejects malformed arguments and changes nothing") {
     w.rejects(seatlock::redis_scripts::hold, with(keys, 4, key("free", "upper")), args);
     w.rejects(seatlock::redis_scripts::hold, without_last(keys), args);
     const Args quantity{"seatlock", "game1", "alice", token_a, "bleachers",
-                        "quantity", "2",     "60000", "3",     "0"};
+                        "quantity", "2",     "60000", "3",     "0",    ""};
     w.rejects(seatlock::redis_scripts::hold, keys, plus(quantity, {"extra"}));
     w.rejects(seatlock::redis_scripts::hold, keys, with(quantity, 6, "1000001"));
     CHECK(w.unchanged());
@@ -167,6 +169,26 @@ TEST_CASE("cancel.lua, seats.lua, expired.lua and ack_expired.lua reject malform
     w.rejects(seatlock::redis_scripts::ack_expired, event_keys(), {"seatlock", "game1"});
     w.rejects(seatlock::redis_scripts::ack_expired, event_keys(),
               {"seatlock", "game1", token_a, "game2.0123456789abcdef0123456789abcdef"});
+    CHECK(w.unchanged());
+}
+
+TEST_CASE("restore_order.lua and event_show.lua reject malformed arguments and change nothing") {
+    World w;
+    const Args keys = plus(event_keys(), {key("free", "lower"), key("seats", "lower")});
+    const Args args{"seatlock", "game1", "order-r", "alice", "lower",
+                    token_a,    "1767225600000",    "1",     "A-5"};
+    w.rejects(seatlock::redis_scripts::restore_order, keys, with(args, 6, "-1"));    // paid at
+    w.rejects(seatlock::redis_scripts::restore_order, keys, with(args, 7, "0"));     // no seat
+    w.rejects(seatlock::redis_scripts::restore_order, keys, with(args, 7, "2"));     // count
+    w.rejects(seatlock::redis_scripts::restore_order, keys, with(args, 8, "A:5"));   // seat id
+    w.rejects(seatlock::redis_scripts::restore_order, keys, with(args, 3, "al ice"));
+    w.rejects(seatlock::redis_scripts::restore_order, keys,
+              with(args, 5, "game2.0123456789abcdef0123456789abcdef"));
+    w.rejects(seatlock::redis_scripts::restore_order, without_last(keys), args);
+    w.rejects(seatlock::redis_scripts::restore_order, with(keys, 4, key("free", "upper")), args);
+    w.rejects(seatlock::redis_scripts::event_show, {key("event")}, {"seatlock", "game 1"});
+    w.rejects(seatlock::redis_scripts::event_show, {key("paid")}, {"seatlock", "game1"});
+    w.rejects(seatlock::redis_scripts::event_show, {key("event")}, {"seatlock", "game1", "x"});
     CHECK(w.unchanged());
 }
 
@@ -243,7 +265,8 @@ TEST_CASE(
                               token_a,
                               seatlock::named_seats("lower", {"A-5"}),
                               std::chrono::minutes(1),
-                              {3, false}};
+                              {3, false},
+                              {}};
     auto h = backend.hold(cmd);
     REQUIRE(h.is(seatlock::errc::script_error));
     CHECK(h.error().detail.find("malformed argument: holder id") != std::string::npos);

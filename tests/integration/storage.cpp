@@ -95,11 +95,12 @@ TEST_CASE("due is the earliest deadline: a short hold after a long one still exp
     CHECK(w.expired_tokens() == std::vector<std::string>{short_hold.token});
     CHECK(w.due() == long_deadline);  // moved on to the earliest timer left
 
-    // Releasing the last hold leaves "due" behind as a bound; the next sweep finds nothing
-    // due and keeps it at the earliest timer, or drops it when none is left.
+    // Releasing the last hold turns its timer into the end of the released hold's memory
+    // (2 minutes): "due" stays no later than it.
     REQUIRE(w.store.release(long_hold.token));
-    CHECK(w.deadline(long_hold.token) == -1);
-    CHECK(w.due() == long_deadline);
+    const long long forget_at = w.deadline(long_hold.token);
+    CHECK(forget_at > 0);
+    CHECK(w.due() == std::min(long_deadline, forget_at));
 }
 
 TEST_CASE("an acknowledged expired hold is forgotten by its timer, a late-confirmed one is kept") {
@@ -130,7 +131,7 @@ TEST_CASE("an acknowledged expired hold is forgotten by its timer, a late-confir
     CHECK(w.state("A-3") == SeatState::free);
     CHECK(w.admin.integer({"HEXISTS", event_key, "h:" + forgotten.token}) == 0);
     CHECK(w.admin.integer({"HEXISTS", event_key, "h:" + paid_late.token}) == 1);
-    CHECK(w.store.release(forgotten.token).is(seatlock::errc::unknown_hold));
+    CHECK(w.store.confirm(forgotten.token, "order-gone").is(seatlock::errc::unknown_hold));
     CHECK(w.store.confirm(paid_late.token, "order-late").value().id == "order-late");
     CHECK(w.admin.integer({"ZCARD", deadlines_key}) == 0);
     CHECK(w.due() == -1);  // no timer left
@@ -197,5 +198,7 @@ TEST_CASE("the functions' memo of key names forgets past 1,000 events or zones a
     CHECK(h.seats == std::vector<std::string>{"2"});
     CHECK(w.admin.integer({"ZCARD", "seatlock:deadlines:{memo0}"}) == 2);
     REQUIRE(w.store.release(h.token));
-    CHECK(w.admin.integer({"ZCARD", "seatlock:deadlines:{memo0}"}) == 1);
+    // The released hold's timer now ends its memory; the other hold's is as it was.
+    CHECK(w.admin.integer({"ZCARD", "seatlock:deadlines:{memo0}"}) == 2);
+    CHECK(w.admin.integer({"HEXISTS", "seatlock:event:{memo0}", "h:" + h.token}) == 1);
 }

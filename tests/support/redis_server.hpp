@@ -67,6 +67,8 @@ private:
             "redis-server, or run ./dev test as root, which installs it)");
     }
 
+public:
+    /// A loopback TCP port nobody listens on right now.
     static int free_port() {
         const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
         sockaddr_in addr{};
@@ -83,6 +85,7 @@ private:
         return ntohs(addr.sin_port);
     }
 
+private:
     static bool answers_ping(int port) {
         const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
         sockaddr_in addr{};

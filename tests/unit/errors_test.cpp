@@ -3,6 +3,10 @@
 
 #include <doctest/doctest.h>
 
+#include <map>
+#include <set>
+#include <string>
+
 TEST_CASE("errc values are std::error_code values of the seatlock category") {
     std::error_code code = seatlock::errc::seat_taken;
     CHECK(code.category().name() == std::string("seatlock"));
@@ -35,4 +39,49 @@ TEST_CASE("Result<void> carries success or a failure") {
     seatlock::Result<void> bad = seatlock::Failure(seatlock::errc::unknown_event, "no event x");
     CHECK(bad.is(seatlock::errc::unknown_event));
     CHECK_THROWS_AS(bad.value(), seatlock::Error);
+}
+
+TEST_CASE("each error condition matches exactly its codes") {
+    using seatlock::condition;
+    using seatlock::errc;
+    const std::map<condition, std::set<errc>> groups = {
+        {condition::bad_input, {errc::invalid_argument}},
+        {condition::not_found,
+         {errc::unknown_event, errc::unknown_zone, errc::unknown_seat, errc::unknown_hold,
+          errc::unknown_order}},
+        {condition::conflict,
+         {errc::seat_taken, errc::sold_out, errc::limit_exceeded, errc::active_hold_exists,
+          errc::hold_expired, errc::hold_not_active, errc::order_conflict, errc::not_owner,
+          errc::event_exists}},
+        {condition::expired, {errc::hold_expired, errc::lock_not_owned}},
+        {condition::forbidden, {errc::not_owner}},
+        {condition::busy, {errc::lock_busy, errc::lock_timeout, errc::lock_not_owned}},
+        {condition::storage_unavailable,
+         {errc::connection_failed, errc::timeout, errc::io_error, errc::auth_failed,
+          errc::protocol_error, errc::script_error, errc::outcome_unknown, errc::storage_lost}},
+        {condition::retry_safe,
+         {errc::lock_busy, errc::lock_timeout, errc::lock_not_owned, errc::connection_failed,
+          errc::timeout, errc::io_error, errc::outcome_unknown, errc::storage_lost}},
+    };
+    for (const auto& entry : groups) {
+        const condition group = entry.first;
+        for (errc e : seatlock::all_errcs) {
+            const std::error_code code = e;
+            INFO(seatlock::to_string(e) << " in " << seatlock::to_string(group));
+            CHECK((code == group) == (entry.second.count(e) == 1));
+        }
+    }
+    // Codes of other categories are in no group.
+    CHECK_FALSE(std::make_error_code(std::errc::timed_out) == condition::retry_safe);
+    CHECK(std::error_condition(condition::conflict).message() == "conflict");
+}
+
+TEST_CASE("every errc has a name of its own") {
+    std::set<std::string> names;
+    for (seatlock::errc e : seatlock::all_errcs) {
+        const std::string name = seatlock::to_string(e);
+        CHECK(name != "unknown_error");
+        CHECK(names.insert(name).second);
+    }
+    CHECK(names.size() == std::size(seatlock::all_errcs));
 }

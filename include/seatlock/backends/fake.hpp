@@ -25,7 +25,8 @@ public:
     /// Every operation of the backend concept, for scripting faults and reading calls.
     enum class Op {
         acquire_locks, release_locks, extend_locks, create_event, events, hold, confirm,
-        release, extend, cancel, seats, expired, ack_expired,
+        release, extend, cancel, seats, expired, ack_expired, begin_recovery, restore_order,
+        end_recovery,
     };
     enum class FaultKind {
         fail_before,  ///< not applied; reported as io_error
@@ -106,6 +107,12 @@ public:
         return run(Op::extend_locks,
                    [&](std::int64_t now) { return locks_.extend(keys, owner, lease.count(), now); });
     }
+    /// Every later fencing token of `key`'s group is larger than `at_least`.
+    Result<void> raise_fencing(std::string_view key, std::uint64_t at_least) {
+        (void)key;
+        std::lock_guard lock(mutex_);
+        return locks_.raise_fencing(at_least);
+    }
     Result<void> create_event(const EventSpec& spec) {
         return run(Op::create_event, [&](std::int64_t) { return holds_.create_event(spec); });
     }
@@ -140,6 +147,22 @@ public:
     }
     Result<void> ack_expired(std::span<const std::string> tokens) {
         return run(Op::ack_expired, [&](std::int64_t now) { return holds_.ack_expired(tokens, now); });
+    }
+    Result<Recovery> begin_recovery(const EventSpec& spec) {
+        return run(Op::begin_recovery, [&](std::int64_t) { return holds_.begin_recovery(spec); });
+    }
+    Result<Order> restore_order(const RestoreCommand& cmd) {
+        return run(Op::restore_order, [&](std::int64_t now) { return holds_.restore_order(cmd, now); });
+    }
+    Result<void> end_recovery(const std::string& event) {
+        return run(Op::end_recovery, [&](std::int64_t) { return holds_.end_recovery(event); });
+    }
+
+    /// Forgets every event, hold and order (locks stay), as a storage restarted without
+    /// persistence would: for tests of recovery.
+    void wipe() {
+        std::lock_guard lock(mutex_);
+        holds_.wipe();
     }
 
 private:

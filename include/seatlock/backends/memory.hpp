@@ -33,6 +33,13 @@ public:
         return locks_.extend(keys, owner, lease.count(), now());
     }
 
+    /// Every later fencing token of `key`'s group is larger than `at_least`: after a
+    /// restart, fencing tokens go on from what the application's records hold.
+    Result<void> raise_fencing(std::string_view key, std::uint64_t at_least) {
+        (void)key;
+        return locks_.raise_fencing(at_least);
+    }
+
     Result<void> create_event(const EventSpec& spec) { return holds_.create_event(spec); }
     Result<std::vector<EventSpec>> events() { return holds_.events(); }
     Result<Hold> hold(const HoldCommand& cmd) { return holds_.hold(cmd, now()); }
@@ -55,6 +62,13 @@ public:
     Result<void> ack_expired(std::span<const std::string> tokens) {
         return holds_.ack_expired(tokens, now());
     }
+    Result<Recovery> begin_recovery(const EventSpec& spec) { return holds_.begin_recovery(spec); }
+    Result<Order> restore_order(const RestoreCommand& cmd) { return holds_.restore_order(cmd, now()); }
+    Result<void> end_recovery(const std::string& event) { return holds_.end_recovery(event); }
+
+    /// Forgets every event, hold and order (locks stay), as a storage restarted without
+    /// persistence would: for tests of recovery. Not safe while other calls run.
+    void wipe() { holds_.wipe(); }
 
 private:
     static std::int64_t now() {

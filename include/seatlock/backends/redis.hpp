@@ -1,5 +1,5 @@
 // seatlock/backends/redis.hpp: RedisBackend, the backend for many processes and machines
-// sharing one Redis (compiled in src/redis, target seatlock::redis).
+// sharing one Redis, or a Redis Cluster (compiled in src/redis, target seatlock::redis).
 //
 //     auto options = seatlock::RedisOptions::from_url("redis://app:pw@10.0.0.5:6379/2").value();
 //     seatlock::RedisBackend backend(options);       // connects lazily, never throws when down
@@ -10,7 +10,10 @@
 // which the backend loads by itself when the server lacks it (Redis 7.0 or later): one
 // round trip, atomic on the server, timed by the server's clock. Keys of one event share
 // the hash tag {event} and keys of one lock group the tag {group}, so each lives in one
-// Cluster slot; the README's "Key layout" describes them.
+// Cluster slot; docs/redis.md's "Key layout" describes them. On a cluster
+// (RedisOptions::cluster_nodes, or a redis+cluster:// URL) each call, blocking or
+// asynchronous, goes to the primary of its slot, following MOVED and ASK; docs/redis.md,
+// "Redis Cluster".
 //
 // Errors of the transport are distinct errc values: connection_failed (could not
 // connect), timeout (no answer before the command was fully sent: not applied), io_error
@@ -20,9 +23,17 @@
 //
 // Thread-safe: calls share a pool of up to `pool_size` connections; a broken connection
 // is reconnected on its next use, with the command timeout, AUTH and SELECT applied again.
+//
+// The asynchronous API (SeatHoldStore::async_*, LockManager::async_*) reaches Redis
+// through async_run instead: the same function calls, sent on `async_connections`
+// pipelined connections driven by one I/O thread of the backend's own (started by the
+// first asynchronous call). Their replies are read there and handed to each caller's
+// executor; no caller's thread waits.
 #pragma once
 
 #include <seatlock/backend.hpp>
+#include <seatlock/detail/async.hpp>
+#include <seatlock/operations.hpp>
 
 #include <cstddef>
 #include <memory>
@@ -34,26 +45,42 @@
 
 namespace seatlock {
 
+/// One Redis server's address.
+struct RedisNode {
+    std::string host;
+    int port = 6379;
+};
+
 /// Where and how RedisBackend connects.
 struct RedisOptions {
     std::string host = "127.0.0.1";
     int port = 6379;
+    /// Empty: one server, at host:port. Otherwise a Redis Cluster, whose slot map is learnt
+    /// from these seed nodes (any of its nodes; host and port are then not used). Both API
+    /// paths route on it; async_connections is then not used (one per primary).
+    std::vector<RedisNode> cluster_nodes;
     std::string user;      ///< ACL user; empty for the default user (AUTH password)
     std::string password;  ///< empty: no AUTH
     int db = 0;            ///< SELECTed on every new connection when not 0
     Millis connect_timeout{1000};
     Millis command_timeout{1000};  ///< per command: a reply later than this is outcome_unknown
     std::size_t pool_size = 8;     ///< at most this many connections; callers wait for a free one
+    /// Connections of the asynchronous API (async_* calls): each carries every caller's
+    /// requests, pipelined, many per socket write and read. One is usually enough.
+    std::size_t async_connections = 1;
     /// The first part of every key: 1 to 128 printable characters, no space, no `{` or `}`.
     std::string prefix = "seatlock";
 
     /// redis://[user:password@]host:port[/db]. The port defaults to 6379; `user` may be
     /// empty ("redis://:password@host:port"); user and password may be percent-encoded.
-    /// invalid_argument, naming what is wrong, for anything else.
+    /// redis+cluster://[user:password@]host:port[,host:port...]: a Redis Cluster and its
+    /// seed nodes (no /db: a cluster has only database 0).
+    /// invalid_argument, naming what is wrong (never the password), for anything else.
     static Result<RedisOptions> from_url(std::string_view url);
 };
 
-/// The Redis backend: a Backend over one Redis server. Non-copyable, thread-safe.
+/// The Redis backend: a Backend over one Redis server or a Redis Cluster. Non-copyable,
+/// thread-safe.
 class RedisBackend {
 public:
     /// Never connects here, so it does not throw when the server is down; throws
@@ -65,7 +92,7 @@ public:
     RedisBackend& operator=(const RedisBackend&) = delete;
 
     /// One PING through the pool: a clear error when the server is unreachable or
-    /// refuses the credentials.
+    /// refuses the credentials. On a cluster: learns the slot map and PINGs every primary.
     Result<void> ping();
     [[nodiscard]] const RedisOptions& options() const noexcept;
 
@@ -75,6 +102,10 @@ public:
     Result<bool> release_locks(std::span<const std::string> keys, const std::string& owner);
     Result<bool> extend_locks(std::span<const std::string> keys, const std::string& owner,
                               Millis lease);
+
+    /// Every later fencing token of `key`'s group is larger than `at_least`: after the
+    /// server lost its data, fencing tokens go on from what the application's records hold.
+    Result<void> raise_fencing(std::string_view key, std::uint64_t at_least);
 
     // HoldBackend (see seatlock/backend.hpp for the semantics).
     Result<void> create_event(const EventSpec& spec);
@@ -89,6 +120,30 @@ public:
                                          const std::optional<std::string>& zone);
     Result<std::vector<ExpiredHold>> expired(std::size_t limit, Millis redeliver_after);
     Result<void> ack_expired(std::span<const std::string> tokens);
+    Result<Recovery> begin_recovery(const EventSpec& spec);
+    Result<Order> restore_order(const RestoreCommand& cmd);
+    Result<void> end_recovery(const std::string& event);
+
+    /// The asynchronous twin of each operation above (seatlock/operations.hpp): sends
+    /// the same function call on a pipelined connection; `done` is called once, from the
+    /// backend's I/O thread (or at once, for input refused before anything is sent).
+    void async_run(const op::acquire_locks& op, detail::Completion<std::uint64_t> done);
+    void async_run(const op::release_locks& op, detail::Completion<bool> done);
+    void async_run(const op::extend_locks& op, detail::Completion<bool> done);
+    void async_run(const op::raise_fencing& op, detail::Completion<void> done);
+    void async_run(const op::create_event& op, detail::Completion<void> done);
+    void async_run(const op::events& op, detail::Completion<std::vector<EventSpec>> done);
+    void async_run(const op::begin_recovery& op, detail::Completion<Recovery> done);
+    void async_run(const op::restore_order& op, detail::Completion<Order> done);
+    void async_run(const op::end_recovery& op, detail::Completion<void> done);
+    void async_run(const op::hold& op, detail::Completion<Hold> done);
+    void async_run(const op::confirm& op, detail::Completion<Order> done);
+    void async_run(const op::release& op, detail::Completion<void> done);
+    void async_run(const op::extend& op, detail::Completion<Hold> done);
+    void async_run(const op::cancel& op, detail::Completion<Order> done);
+    void async_run(const op::seats& op, detail::Completion<std::vector<ZoneState>> done);
+    void async_run(const op::expired& op, detail::Completion<std::vector<ExpiredHold>> done);
+    void async_run(const op::ack_expired& op, detail::Completion<void> done);
 
 private:
     struct Impl;

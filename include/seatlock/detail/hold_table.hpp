@@ -1,6 +1,7 @@
-// seatlock/detail/hold_table.hpp: the in-process seat-hold state machine shared by
-// MemoryBackend and FakeBackend (the Redis backend implements the same rules in Lua, and
-// the conformance suite holds the two to one behaviour).
+// seatlock/detail/hold_table.hpp: the rules of the in-process seat-hold state machine
+// shared by MemoryBackend and FakeBackend (the Redis backend implements the same rules in
+// Lua, and the conformance suite holds the two to one behaviour). The containers they act
+// on are in hold_state.hpp.
 //
 // State is kept per event, each event behind its own mutex. Every operation on an event
 // first expires the holds whose deadline has passed (the "sweep"), so an expired hold is
@@ -9,10 +10,13 @@
 #pragma once
 
 #include <seatlock/backend.hpp>
+#include <seatlock/detail/hold_state.hpp>
+#include <seatlock/detail/text.hpp>
 #include <seatlock/keys.hpp>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <deque>
@@ -27,65 +31,6 @@
 #include <vector>
 
 namespace seatlock::detail {
-
-/// How long an expired hold is remembered after its expiry was acknowledged, so that a
-/// late confirm gets hold_expired (and confirm_late can still pay it) instead of
-/// unknown_hold. Confirmed holds are kept with their order; released holds are forgotten.
-inline constexpr std::int64_t hold_memory_ms = 3600LL * 1000;
-
-/// Joins ids for error messages: "A-1, A-2".
-inline std::string join(const std::vector<std::string>& items) {
-    std::string text;
-    for (std::size_t i = 0; i < items.size(); ++i) text += (i ? ", " : "") + items[i];
-    return text;
-}
-
-/// The free slots of a zone as a bitmap, walked lowest first. `hint_` is a lower bound of
-/// the lowest free slot, so that filling a zone from the front stays cheap.
-class FreeSlots {
-public:
-    static constexpr std::size_t npos = static_cast<std::size_t>(-1);
-
-    explicit FreeSlots(std::size_t n) : words_((n + 63) / 64, ~std::uint64_t{0}), count_(n) {
-        if (n % 64) words_.back() = (std::uint64_t{1} << (n % 64)) - 1;
-    }
-    std::size_t size() const { return count_; }
-    bool contains(std::size_t i) const { return words_[i / 64] >> (i % 64) & 1; }
-    void insert(std::size_t i) {
-        if (contains(i)) return;
-        words_[i / 64] |= std::uint64_t{1} << (i % 64);
-        ++count_;
-        hint_ = std::min(hint_, i);
-    }
-    void erase(std::size_t i) {
-        if (!contains(i)) return;
-        words_[i / 64] &= ~(std::uint64_t{1} << (i % 64));
-        --count_;
-    }
-    /// The lowest free slot >= from, or npos.
-    std::size_t next(std::size_t from) {
-        if (from <= hint_) {
-            hint_ = scan(hint_);
-            return hint_ == npos ? npos : hint_;
-        }
-        return scan(from);
-    }
-
-private:
-    std::size_t scan(std::size_t from) const {
-        if (from == npos) return npos;
-        for (std::size_t w = from / 64; w < words_.size(); ++w) {
-            std::uint64_t bits = words_[w];
-            if (w == from / 64) bits &= ~std::uint64_t{0} << (from % 64);
-            if (bits) return w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits));
-        }
-        return npos;
-    }
-
-    std::vector<std::uint64_t> words_;
-    std::size_t count_;
-    std::size_t hint_ = 0;
-};
 
 class HoldTable {
 public:
@@ -124,7 +69,7 @@ public:
     }
 
     Result<void> release(const std::string& token, std::int64_t now) {
-        return with_token(token, now, [&](Event& e) { return e.release(token); });
+        return with_token(token, now, [&](Event& e) { return e.release(token, now); });
     }
 
     Result<Hold> extend(const std::string& token, Millis ttl, Millis max_lifetime,
@@ -158,6 +103,40 @@ public:
         return out;
     }
 
+    Result<Recovery> begin_recovery(const EventSpec& spec) {
+        Shard& shard = shard_of(spec.id);
+        std::unique_lock lock(shard.mutex);
+        auto it = shard.events.find(spec.id);
+        if (it != shard.events.end()) {
+            if (it->second->spec == spec) return Recovery::existed;
+            return Failure(errc::event_exists,
+                           "event " + spec.id + " already exists with another inventory");
+        }
+        auto event = std::make_unique<Event>(spec);
+        event->visible = false;
+        shard.events.emplace(spec.id, std::move(event));
+        return Recovery::created;
+    }
+
+    Result<Order> restore_order(const RestoreCommand& cmd, std::int64_t now) {
+        return with_event(
+            cmd.event, now, [&](Event& e) { return e.restore(cmd); }, true);
+    }
+
+    Result<void> end_recovery(const std::string& event) {
+        Event* e = find(event, true);
+        if (!e) return Failure(errc::unknown_event, "no event " + event, {event});
+        e->visible = true;
+        return {};
+    }
+
+    void wipe() {
+        for (Shard& shard : shards_) {
+            std::unique_lock lock(shard.mutex);
+            shard.events.clear();
+        }
+    }
+
     Result<void> ack_expired(std::span<const std::string> tokens, std::int64_t now) {
         for (const auto& token : tokens) {
             Event* event = find(std::string(token_event(token)));
@@ -169,129 +148,35 @@ public:
     }
 
 private:
-    enum class Status { held, confirmed, expired };
+    struct Event : EventState {
+        using EventState::EventState;
 
-    struct HoldRecord {
-        std::string holder;
-        std::string zone;
-        std::vector<std::string> seats;
-        std::vector<std::size_t> slots;
-        std::int64_t created_ms = 0;
-        std::int64_t expires_ms = 0;
-        Status status = Status::held;
-        std::string order_id;
-    };
-
-    struct Slot {
-        SeatState state = SeatState::free;
-        // The hold token while held, the order id while paid: the key inside `holds` or
-        // `orders`, whose nodes never move.
-        const std::string* owner = nullptr;
-    };
-
-    struct Zone {
-        const ZoneSpec* spec = nullptr;
-        std::vector<Slot> slots;
-        std::unordered_map<std::string, std::size_t> index;  // seat id -> slot
-        FreeSlots free{0};
-        std::int64_t held = 0;
-        std::int64_t paid = 0;
-
-        bool general_admission() const { return spec->kind == ZoneKind::general_admission; }
-        std::string seat_id(std::size_t slot) const {
-            return general_admission() ? std::to_string(slot + 1) : spec->seats[slot].id;
-        }
-    };
-
-    struct HolderCount {
-        std::int64_t held = 0;
-        std::int64_t paid = 0;
-        std::int64_t active_holds = 0;
-    };
-
-    struct Event {
-        explicit Event(EventSpec s) : spec(std::move(s)) {
-            for (const auto& zs : spec.zones) {
-                Zone& zone = zones[zs.id];
-                zone.spec = &zs;
-                const std::size_t n = zs.kind == ZoneKind::general_admission
-                                          ? static_cast<std::size_t>(zs.capacity)
-                                          : zs.seats.size();
-                zone.slots.resize(n);
-                zone.free = FreeSlots(n);
-                for (std::size_t i = 0; i < zs.seats.size(); ++i) zone.index[zs.seats[i].id] = i;
-            }
-        }
-
-        std::mutex mutex;
-        const EventSpec spec;
-        std::unordered_map<std::string, Zone> zones;
-        std::unordered_map<std::string, HoldRecord> holds;
-        std::unordered_map<std::string, HolderCount> holders;
-        std::unordered_map<std::string, Order> orders;
-        // Active holds by expiry; the token points at the key inside `holds`.
-        std::set<std::pair<std::int64_t, const std::string*>> deadlines;
-        std::map<std::string, std::int64_t> pending_expired;  // token -> next delivery
-        // Inactive holds to drop, oldest first (the clock only moves forward).
-        std::deque<std::pair<std::int64_t, const std::string*>> forget;
-
-        // Expires every active hold whose deadline has passed and forgets old records.
         void sweep(std::int64_t now) {
             while (!deadlines.empty() && deadlines.begin()->first <= now) {
                 const std::string* token = deadlines.begin()->second;
                 deadlines.erase(deadlines.begin());
                 HoldRecord& h = holds.find(*token)->second;
-                free_slots(h.zone, h.slots, token);
+                free_slots(*h.zone, h.slots, token);
                 count_hold_end(h);
                 h.status = Status::expired;
                 pending_expired[*token] = now;
             }
-            while (!forget.empty() && forget.front().first <= now) {
-                holds.erase(*forget.front().second);
-                forget.pop_front();
-            }
+            drop(forget, now);
+            drop(forget_released, now);
+            released.forget(now);
         }
 
-        void free_slots(const std::string& zone_id, const std::vector<std::size_t>& slots,
-                        const std::string* owner) {
-            Zone& zone = zones.at(zone_id);
-            for (std::size_t slot : slots) {
-                Slot& s = zone.slots[slot];
-                if (s.owner != owner) continue;
-                (s.state == SeatState::held ? zone.held : zone.paid) -= 1;
-                s = Slot{};
-                zone.free.insert(slot);
-            }
-        }
-
-        void take_slots(Zone& zone, const std::vector<std::size_t>& slots, SeatState state,
-                        const std::string* owner) {
-            for (std::size_t slot : slots) {
-                Slot& s = zone.slots[slot];
-                if (s.state == SeatState::free) zone.free.erase(slot);
-                else (s.state == SeatState::held ? zone.held : zone.paid) -= 1;
-                s = Slot{state, owner};
-                (state == SeatState::held ? zone.held : zone.paid) += 1;
-            }
-        }
-
-        void count_hold_end(const HoldRecord& h) {
-            HolderCount& c = holders[h.holder];
-            c.held -= static_cast<std::int64_t>(h.slots.size());
-            c.active_holds -= 1;
-        }
-
-        Hold to_hold(const std::string& token, const HoldRecord& h, const HoldTable& t) const {
-            return Hold{token, spec.id, h.holder, h.zone, h.seats, t.wall_(h.expires_ms)};
-        }
-
-        Result<Zone*> zone_for(const std::string& zone_id) {
-            auto it = zones.find(zone_id);
-            if (it == zones.end()) {
-                return Failure(errc::unknown_zone,
-                               "event " + spec.id + " has no zone " + zone_id, {zone_id});
-            }
-            return &it->second;
+        Hold to_hold(const std::string& token, const HoldRecord& h, const HoldTable& t,
+                     bool replayed = false) const {
+            return Hold{token,
+                        spec.id,
+                        h.holder_id(),
+                        h.zone_id(),
+                        h.seats(),
+                        t.wall_(h.expires_ms),
+                        h.status,
+                        h.order_id ? *h.order_id : std::string(),
+                        replayed};
         }
 
         // Which slots a request names or picks; a Failure when it cannot be served.
@@ -357,9 +242,10 @@ private:
             return lowest;
         }
 
-        Result<void> check_limits(const std::string& holder, std::size_t n,
-                                  const HoldLimits& limits) {
-            const HolderCount& c = holders[holder];
+        Result<void> check_limits(const Holder& holder_entry, std::size_t n,
+                                  const HoldLimits& limits) const {
+            const std::string& holder = holder_entry.first;
+            const HolderCount& c = holder_entry.second;
             if (limits.one_active_hold_per_holder && c.active_holds > 0) {
                 return Failure(errc::active_hold_exists,
                                "holder " + holder + " already has an active hold in event " +
@@ -382,54 +268,76 @@ private:
         Result<Hold> hold(const HoldCommand& cmd, std::int64_t now, const HoldTable& t) {
             if (auto it = holds.find(cmd.token); it != holds.end()) {
                 // A retry of a hold whose reply was lost.
-                if (it->second.holder != cmd.holder || it->second.status != Status::held) {
+                if (it->second.holder_id() != cmd.holder) {
                     return Failure(errc::invalid_argument, "hold token already used");
                 }
                 return to_hold(cmd.token, it->second, t);
+            }
+            if (!cmd.idempotency_key.empty()) {
+                if (auto it = keyed.find(key_of(cmd.holder, cmd.idempotency_key)); it != keyed.end()) {
+                    const HoldRecord& h = holds.at(*it->second);
+                    if (!same_request(h, cmd.request)) {
+                        return Failure(errc::invalid_argument,
+                                       "idempotency key " + cmd.idempotency_key +
+                                           " was used for another request (hold " + *it->second + ")");
+                    }
+                    return to_hold(*it->second, h, t, true);
+                }
             }
             auto zone = zone_for(cmd.request.zone);
             if (!zone) return std::move(zone).error();
             const std::size_t n = cmd.request.kind == HoldKind::seats
                                       ? cmd.request.seats.size()
                                       : static_cast<std::size_t>(cmd.request.quantity);
-            if (auto ok = check_limits(cmd.holder, n, cmd.limits); !ok) return std::move(ok).error();
+            Holder& buyer = holder(cmd.holder);
+            if (auto ok = check_limits(buyer, n, cmd.limits); !ok) return std::move(ok).error();
             auto slots = pick(**zone, cmd.request);
             if (!slots) return std::move(slots).error();
 
             HoldRecord h;
-            h.holder = cmd.holder;
-            h.zone = cmd.request.zone;
+            h.holder = &buyer;
+            h.zone = *zone;
             h.slots = std::move(*slots);
-            for (std::size_t slot : h.slots) h.seats.push_back((*zone)->seat_id(slot));
             h.created_ms = now;
             h.expires_ms = now + cmd.ttl.count();
             auto [it, inserted] = holds.emplace(cmd.token, std::move(h));
             const std::string* token = &it->first;
             HoldRecord& stored = it->second;
+            if (!cmd.idempotency_key.empty()) {
+                auto key = keyed.emplace(key_of(cmd.holder, cmd.idempotency_key), token).first;
+                stored.keyed_as = &key->first;
+            }
             take_slots(**zone, stored.slots, SeatState::held, token);
-            HolderCount& c = holders[cmd.holder];
-            c.held += static_cast<std::int64_t>(n);
-            c.active_holds += 1;
+            buyer.second.held += static_cast<std::int64_t>(n);
+            buyer.second.active_holds += 1;
             deadlines.emplace(stored.expires_ms, token);
             return to_hold(cmd.token, stored, t);
         }
 
-        // The stored hold and its token (the key inside `holds`).
-        Result<std::pair<const std::string*, HoldRecord*>> record(const std::string& token) {
-            auto it = holds.find(token);
-            if (it == holds.end()) {
-                return Failure(errc::unknown_hold, "no hold " + token + " in event " + spec.id);
+        // Whether a hold answers a request: the same zone, and the same seats (named) or
+        // as many places.
+        static bool same_request(const HoldRecord& h, const HoldRequest& req) {
+            if (h.zone_id() != req.zone) return false;
+            if (req.kind != HoldKind::seats) {
+                return h.slots.size() == static_cast<std::size_t>(req.quantity);
             }
-            return std::pair<const std::string*, HoldRecord*>(&it->first, &it->second);
+            const std::vector<std::string> seats = h.seats();
+            std::vector<std::string_view> had(seats.begin(), seats.end());
+            std::vector<std::string_view> asked(req.seats.begin(), req.seats.end());
+            std::sort(had.begin(), had.end());
+            std::sort(asked.begin(), asked.end());
+            return had == asked;
         }
 
         static Failure inactive(const std::string& token, const HoldRecord& h) {
             switch (h.status) {
                 case Status::expired:
-                    return Failure(errc::hold_expired, "hold " + token + " expired", h.seats);
+                    return Failure(errc::hold_expired, "hold " + token + " expired", h.seats());
                 case Status::confirmed:
                     return Failure(errc::hold_not_active,
-                                   "hold " + token + " was confirmed as order " + h.order_id);
+                                   "hold " + token + " was confirmed as order " + *h.order_id);
+                case Status::released:
+                    return Failure(errc::hold_not_active, "hold " + token + " was released");
                 case Status::held: break;
             }
             return Failure(errc::hold_not_active, "hold " + token + " is not active");
@@ -445,17 +353,19 @@ private:
                 return Failure(errc::order_conflict, "order " + cmd.order_id +
                                                          " already paid another hold");
             }
-            auto rec = record(cmd.token);
+            auto rec = record(cmd.token, now);
             if (!rec) return std::move(rec).error();
-            auto [token, hp] = *rec;
-            HoldRecord& h = *hp;
-            Zone& zone = zones.at(h.zone);
+            const std::string* token = &(*rec)->first;
+            HoldRecord& h = (*rec)->second;
+            Zone& zone = *h.zone;
             if (h.status == Status::confirmed) {
                 return Failure(errc::order_conflict,
-                               "hold " + cmd.token + " was already confirmed as order " + h.order_id);
+                               "hold " + cmd.token + " was already confirmed as order " + *h.order_id);
             }
-            if (h.status == Status::expired && !cmd.late) return inactive(cmd.token, h);
-            HolderCount& c = holders[h.holder];
+            if (h.status == Status::released || (h.status == Status::expired && !cmd.late)) {
+                return inactive(cmd.token, h);
+            }
+            HolderCount& c = h.holder->second;
             const auto n = static_cast<std::int64_t>(h.slots.size());
             if (h.status == Status::expired) {
                 // confirm_late: the same seats, if every one is still free.
@@ -469,7 +379,7 @@ private:
                                        " were taken since",
                                    taken);
                 }
-                if (auto ok = check_limits(h.holder, h.slots.size(),
+                if (auto ok = check_limits(*h.holder, h.slots.size(),
                                            {cmd.limits.max_seats_per_holder, false});
                     !ok) {
                     return std::move(ok).error();
@@ -480,37 +390,44 @@ private:
                 c.active_holds -= 1;
             }
             auto [order, inserted] = orders.emplace(
-                cmd.order_id,
-                Order{cmd.order_id, spec.id, h.holder, h.zone, h.seats, cmd.token, t.wall_(now), false});
+                cmd.order_id, Order{cmd.order_id, spec.id, h.holder_id(), h.zone_id(), h.seats(),
+                                    cmd.token, t.wall_(now), false});
             take_slots(zone, h.slots, SeatState::paid, &order->first);
             c.paid += n;
             h.status = Status::confirmed;
-            h.order_id = cmd.order_id;  // kept as long as the order: confirm stays idempotent
+            h.order_id = &order->first;  // kept as long as the order: confirm stays idempotent
             return order->second;
         }
 
-        Result<void> release(const std::string& token) {
-            auto rec = record(token);
+        Result<void> release(const std::string& token, std::int64_t now) {
+            auto rec = record(token, now);
+            if (rec.is(errc::hold_not_active)) return {};  // released before: a retry
             if (!rec) return std::move(rec).error();
-            auto [key, hp] = *rec;
-            HoldRecord& h = *hp;
+            const std::string* key = &(*rec)->first;
+            HoldRecord& h = (*rec)->second;
             if (h.status == Status::confirmed) return inactive(token, h);
-            if (h.status == Status::expired) return {};  // its seats are already free
+            // Expired: its seats are free already. Released: a retry.
+            if (h.status != Status::held) return {};
             deadlines.erase({h.expires_ms, key});
-            free_slots(h.zone, h.slots, key);
+            free_slots(*h.zone, h.slots, key);
             count_hold_end(h);
-            // Forgotten at once: a released hold is worth nothing to anyone, and keeping
-            // every one of them would grow memory with traffic.
-            holds.erase(token);
+            if (!h.keyed_as) {
+                released.insert(TokenBits::of(token), now);
+                holds.erase(*rec);
+                return {};
+            }
+            // A replayed key answers with the whole hold: keep its record.
+            h.status = Status::released;
+            forget_released.emplace_back(now + released_memory_ms, key);
             return {};
         }
 
         Result<Hold> extend(const std::string& token, std::int64_t ttl, std::int64_t max_lifetime,
                             std::int64_t now, const HoldTable& t) {
-            auto rec = record(token);
+            auto rec = record(token, now);
             if (!rec) return std::move(rec).error();
-            auto [key, hp] = *rec;
-            HoldRecord& h = *hp;
+            const std::string* key = &(*rec)->first;
+            HoldRecord& h = (*rec)->second;
             if (h.status != Status::held) return inactive(token, h);
             // Capped, never refused: the hold lives at most max_lifetime from its creation.
             const std::int64_t target =
@@ -540,10 +457,77 @@ private:
                                     ? static_cast<std::size_t>(std::stoll(seat) - 1)
                                     : zone.index.at(seat));
             }
-            free_slots(order.zone, slots, &it->first);
+            free_slots(zone, slots, &it->first);
             holders[order.holder].paid -= static_cast<std::int64_t>(slots.size());
             order.cancelled = true;
             return order;
+        }
+
+        Result<Order> restore(const RestoreCommand& cmd) {
+            if (auto it = orders.find(cmd.order_id); it != orders.end()) {
+                if (it->second.hold_token == cmd.hold_token) return it->second;  // restored before
+                return Failure(errc::order_conflict,
+                               "order " + cmd.order_id + " already paid another hold");
+            }
+            if (holds.count(cmd.hold_token)) {
+                return Failure(errc::order_conflict,
+                               "hold " + cmd.hold_token + " is in storage: it is not lost");
+            }
+            auto zone = zone_for(cmd.zone);
+            if (!zone) return std::move(zone).error();
+            Zone& z = **zone;
+            std::vector<std::size_t> slots;
+            std::vector<std::string> unknown, taken;
+            for (const auto& seat : cmd.seats) {
+                std::optional<std::size_t> slot;
+                if (z.general_admission()) {
+                    const auto n = place_number(seat);
+                    if (n >= 1 && static_cast<std::size_t>(n) <= z.slots.size()) {
+                        slot = static_cast<std::size_t>(n - 1);
+                    }
+                } else if (auto it = z.index.find(seat); it != z.index.end()) {
+                    slot = it->second;
+                }
+                if (!slot) unknown.push_back(seat);
+                else if (z.slots[*slot].state != SeatState::free ||
+                         std::find(slots.begin(), slots.end(), *slot) != slots.end())
+                    taken.push_back(seat);
+                else slots.push_back(*slot);
+            }
+            if (!unknown.empty()) {
+                return Failure(errc::unknown_seat,
+                               "zone " + cmd.zone + " has no seat " + join(unknown), unknown);
+            }
+            if (!taken.empty()) {
+                return Failure(errc::seat_taken,
+                               "order " + cmd.order_id + " cannot be restored: " + join(taken) +
+                                   " of zone " + cmd.zone + " held or paid by another",
+                               taken);
+            }
+            auto [order, inserted] = orders.emplace(
+                cmd.order_id, Order{cmd.order_id, spec.id, cmd.holder, cmd.zone, cmd.seats,
+                                    cmd.hold_token, cmd.paid_at, false});
+            HoldRecord h;
+            h.holder = &holder(cmd.holder);
+            h.zone = &z;
+            h.slots = slots;
+            h.status = Status::confirmed;
+            h.order_id = &order->first;
+            h.holder->second.paid += static_cast<std::int64_t>(slots.size());
+            holds.emplace(cmd.hold_token, std::move(h));
+            take_slots(z, slots, SeatState::paid, &order->first);
+            return order->second;
+        }
+
+        // A general-admission place number ("1".."capacity"), or 0 when `seat` is none.
+        static std::int64_t place_number(const std::string& seat) {
+            if (seat.empty() || seat.size() > 9 || seat[0] == '0') return 0;
+            std::int64_t n = 0;
+            for (char c : seat) {
+                if (c < '0' || c > '9') return 0;
+                n = n * 10 + (c - '0');
+            }
+            return n;
         }
 
         Result<std::vector<ZoneState>> states(const std::optional<std::string>& only) {
@@ -573,7 +557,8 @@ private:
                 if (out.size() >= limit) return;
                 if (due > now) continue;
                 const HoldRecord& h = holds.at(token);
-                out.push_back({token, spec.id, h.holder, h.zone, h.seats, t.wall_(h.expires_ms)});
+                out.push_back(
+                    {token, spec.id, h.holder_id(), h.zone_id(), h.seats(), t.wall_(h.expires_ms)});
                 due = next_delivery;
             }
         }
@@ -581,7 +566,6 @@ private:
         void ack(const std::string& token, std::int64_t now) {
             if (pending_expired.erase(token) == 0) return;
             auto it = holds.find(token);
-            // A hold paid by confirm_late after it expired stays with its order.
             if (it != holds.end() && it->second.status == Status::expired) forget_later(&it->first, now);
         }
     };
@@ -598,41 +582,46 @@ private:
         return shards_[std::hash<std::string>{}(id) % shard_count];
     }
 
-    Event* find(const std::string& id) const {
+    // The event `id`; hidden ones (under recovery) only when asked for.
+    Event* find(const std::string& id, bool hidden_too = false) const {
         Shard& shard = shard_of(id);
         std::shared_lock lock(shard.mutex);
         auto it = shard.events.find(id);
-        return it == shard.events.end() ? nullptr : it->second.get();
+        if (it == shard.events.end()) return nullptr;
+        return hidden_too || it->second->visible ? it->second.get() : nullptr;
     }
 
+    // Every event shown to callers.
     std::vector<Event*> all_events() const {
         std::vector<Event*> out;
         for (Shard& shard : shards_) {
             std::shared_lock lock(shard.mutex);
-            for (const auto& [id, event] : shard.events) out.push_back(event.get());
+            for (const auto& [id, event] : shard.events) {
+                if (event->visible) out.push_back(event.get());
+            }
         }
         return out;
     }
 
     template <typename F>
-    auto with_event(const std::string& id, std::int64_t now, F&& f) -> decltype(f(std::declval<Event&>())) {
-        Event* event = find(id);
+    auto with_event(const std::string& id, std::int64_t now, F&& f, bool hidden_too = false)
+        -> decltype(f(std::declval<Event&>())) {
+        Event* event = find(id, hidden_too);
         if (!event) return Failure(errc::unknown_event, "no event " + id, {id});
         std::lock_guard lock(event->mutex);
+        if (!event->visible && !hidden_too) return Failure(errc::unknown_event, "no event " + id, {id});
         event->sweep(now);
         return f(*event);
     }
 
+    // Calls on a hold token. A token of an event that is not there is unknown_event: the
+    // store tells callers unknown_hold, or storage_lost for an event it knew.
     template <typename F>
     auto with_token(const std::string& token, std::int64_t now, F&& f)
         -> decltype(f(std::declval<Event&>())) {
         const std::string_view event = token_event(token);
         if (event.empty()) return Failure(errc::unknown_hold, "malformed hold token");
-        Event* e = find(std::string(event));
-        if (!e) return Failure(errc::unknown_hold, "no hold " + token + " (unknown event)");
-        std::lock_guard lock(e->mutex);
-        e->sweep(now);
-        return f(*e);
+        return with_event(std::string(event), now, std::forward<F>(f));
     }
 
     WallFn wall_;

@@ -4,6 +4,7 @@
 // partial acquisition.
 #pragma once
 
+#include <seatlock/detail/text.hpp>
 #include <seatlock/result.hpp>
 
 #include <algorithm>
@@ -34,7 +35,7 @@ public:
             if (entry && entry->expires_ms > now_ms && entry->owner != owner) busy.push_back(key);
         }
         if (!busy.empty()) {
-            return Failure(errc::lock_busy, describe(busy) + " held by another owner", busy);
+            return keys_busy(std::move(busy));
         }
         // Incremented while every stripe of these keys is locked: the next owner of any of
         // them can only draw a larger number.
@@ -43,6 +44,15 @@ public:
             stripe(key).entries[key] = Entry{owner, now_ms + lease_ms, fence};
         }
         return fence;
+    }
+
+    // Every later fencing token is larger than `at_least` (one counter for every group).
+    Result<void> raise_fencing(std::uint64_t at_least) {
+        std::uint64_t current = fence_.load(std::memory_order_relaxed);
+        while (current < at_least &&
+               !fence_.compare_exchange_weak(current, at_least, std::memory_order_relaxed)) {
+        }
+        return {};
     }
 
     Result<bool> release(std::span<const std::string> keys, const std::string& owner,
@@ -98,12 +108,6 @@ private:
         std::vector<std::size_t> indexes_;
         std::vector<std::unique_lock<std::mutex>> locks_;
     };
-
-    static std::string describe(const std::vector<std::string>& keys) {
-        std::string text = keys.size() == 1 ? "key " : "keys ";
-        for (std::size_t i = 0; i < keys.size(); ++i) text += (i ? ", " : "") + keys[i];
-        return text + (keys.size() == 1 ? " is" : " are");
-    }
 
     std::size_t index(const std::string& key) const {
         return std::hash<std::string>{}(key) % stripes_.size();

@@ -3,13 +3,10 @@
 -- KEYS: the event keys
 -- ARGV: prefix, event, token...
 -- Returns {1, acknowledged}
-local prefix = arg_prefix(1)
-arg_ids(2, 2, 'event id')
-local event = ARGV[2]
+local K = arg_event(1)
 if #ARGV < 3 then malformed('no token to acknowledge') end
 local tokens = {}
-for i = 3, #ARGV do tokens[#tokens + 1] = arg_token(i, event) end
-local K = event_keys(prefix, event)
+for i = 3, #ARGV do tokens[#tokens + 1] = arg_token(i, K) end
 check_keys(K)
 
 local now = now_ms()
@@ -26,7 +23,7 @@ local forget_at = now + HOLD_MEMORY_MS
 local timers = {}
 for i, token in ipairs(acknowledged) do
   -- A hold confirmed late is kept with its order.
-  if records[i] and string.sub(records[i], 1, 8) == 'expired ' then
+  if records[i] and status_word(records[i]) == 'expired' then
     timers[#timers + 1] = forget_at
     timers[#timers + 1] = 'f:' .. token
   end

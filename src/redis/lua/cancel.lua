@@ -4,8 +4,8 @@
 -- ARGV: prefix, event, order, check_holder (0|1), holder (empty unless checked)
 -- Returns {1, order, holder, zone, {seats}, token, paid_at_ms, cancelled} or a refusal.
 arg_count(5, 'cancel')
-local prefix = arg_prefix(1)
-arg_ids(2, 3, 'event id,order id')
+local K = arg_event(1)
+arg_id(3, 'order id')
 local event, order = ARGV[2], ARGV[3]
 local check_holder = arg_flag(4, 'holder check flag')
 local holder = nil
@@ -15,7 +15,6 @@ if check_holder then
 elseif ARGV[5] ~= '' then
   malformed('holder given without the holder check (ARGV[5])')
 end
-local K = event_keys(prefix, event)
 check_keys(K)
 
 local now = now_ms()

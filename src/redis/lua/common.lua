@@ -26,23 +26,34 @@
 --     p:<zone>            paid seats of the zone
 --     u:<holder>          the holder's held seats + 2^26 x its active holds (HOLD_UNIT)
 --     v:<holder>          the holder's paid seats (u and v: no field while 0)
---     h:<token>           a hold: "<status> <holder> <zone> <created> <expires> <pairs>",
---                         status held, expired or c:<order> (confirmed)
+--     h:<token>           a hold: "<status>[=<key>] <holder> <zone> <created> <expires> <pairs>",
+--                         status held, expired, released or c:<order> (confirmed); <key>
+--                         the caller's idempotency key, when given
+--     k:<holder>:<key>    the token of the hold a holder made with an idempotency key; as
+--                         long as the hold's record
 --     o:<order>           an order: "<holder> <zone> <token> <paid_at> <cancelled> <pairs>"
 --     due                 no later than the earliest timer (absent: no timer)
 --   Ids never contain spaces (arg_ids), so records split on spaces; <pairs> is the seats'
 --   slot-seat pairs, the arguments ZADD takes to put them back in the free set, as
 --   MessagePack (cmsgpack).
--- * Lua pays for every call into C (string functions, tonumber, ipairs) and every string
---   it makes, and each redis.call costs about as much as a dozen of those: the hot
---   functions (hold, release) check their arguments with one pattern search, build each
---   record with one string.format and run six commands each.
+-- * Lua pays for every call into C (string functions, tonumber, ipairs) and for every
+--   string and table it makes (the collector runs in the call's time too), and each
+--   redis.call costs about as much as a dozen of those. So the hot functions (locks,
+--   hold, release, confirm) check each argument with one anchored pattern and an event's
+--   names once (its keys are remembered), hand numbers to redis.call as strings made once
+--   by '%d' (Redis would print each one with '%.17g', the slow way), and change a record
+--   by cutting its text rather than parsing and rebuilding it.
+--   benchmarks/lua/function_cost.sh measures them.
 
 local MAX_ID = 128
+local ID_CHARS = '^[%w%._@%+%-]*$'
 local MAX_PLACES = 1000000
 local MAX_MS = 1000000000000000 -- about 31,000 years: every duration fits a double exactly
 -- How long an expired hold is remembered once its expiry is acknowledged (detail::hold_memory_ms).
 local HOLD_MEMORY_MS = 3600 * 1000
+-- How long a released hold is remembered (detail::released_memory_ms): a retried release
+-- succeeds, a replayed idempotency key finds it.
+local RELEASED_MEMORY_MS = 120 * 1000
 
 local function malformed(what)
   error({err = 'ERR seatlock: malformed argument: ' .. what})
@@ -62,9 +73,9 @@ local function arg_ids(from, to, names)
     end
   end
   -- Anchored, the class is parsed once, not at every position.
-  if not bad and not string.find(table.concat(ARGV, '', from, to), '^[%w%._@%+%-]*$') then
+  if not bad and not string.find(table.concat(ARGV, '', from, to), ID_CHARS) then
     for i = from, to do
-      if not string.find(ARGV[i], '^[%w%._@%+%-]*$') then
+      if not string.find(ARGV[i], ID_CHARS) then
         bad = i
         break
       end
@@ -77,12 +88,29 @@ local function arg_ids(from, to, names)
   end
 end
 
+-- Checks that ARGV[i] is one id (as arg_ids); returns it.
+local function arg_id(i, what)
+  local v = ARGV[i]
+  if not v or #v == 0 or #v > MAX_ID or not string.find(v, ID_CHARS) then
+    malformed(what .. ' (ARGV[' .. i .. '])')
+  end
+  return v
+end
+
+-- Strings arg_int found to be integers, and their values: nearly every call brings the
+-- same few (a seat count, a ttl, a limit). Afresh past 1,000.
+local INTS, ints = {}, 0
+
 -- ARGV[i] as an integer in [min, max], written in decimal digits only.
 local function arg_int(i, what, min, max)
   local v = ARGV[i]
-  if v == '0' and min == 0 then return 0 end
-  local n = v and #v <= 17 and string.find(v, '^%d+$') and tonumber(v)
-  if not n then malformed(what .. ' is not an integer (ARGV[' .. i .. '])') end
+  local n = INTS[v]
+  if not n then
+    n = v and #v <= 17 and string.find(v, '^%d+$') and v + 0
+    if not n then malformed(what .. ' is not an integer (ARGV[' .. i .. '])') end
+    if ints >= 1000 then INTS, ints = {}, 0 end
+    INTS[v], ints = n, ints + 1
+  end
   if n < min or n > max then
     malformed(what .. ' out of range [' .. min .. ', ' .. max .. '] (ARGV[' .. i .. '])')
   end
@@ -108,13 +136,21 @@ local function arg_prefix(i)
   return v
 end
 
--- Checks that ARGV[i] is a hold token of `event`: "<event>.<32 lowercase hex digits>".
-local function arg_token(i, event)
-  local v = ARGV[i]
-  if not v or #v ~= #event + 33 or string.sub(v, 1, #event + 1) ~= event .. '.' or
-      not string.find(v, '^[0-9a-f]*$', #event + 2) then
-    malformed('hold token of event ' .. event .. ' (ARGV[' .. i .. '])')
+-- Checks that ARGV[i] is a hold token of the event whose keys are K (arg_event):
+-- "<event>.<32 lowercase hex digits>".
+local function arg_token(i, K)
+  local v, head = ARGV[i], K.token_head
+  if not v or #v ~= #head + 32 or string.find(v, head, 1, true) ~= 1 or
+      not string.find(v, '^[0-9a-f]*$', #head + 1) then
+    malformed('hold token of event ' .. K.id .. ' (ARGV[' .. i .. '])')
   end
+  return v
+end
+
+-- Checks that ARGV[i] is a lock owner, 32 lowercase hex digits; returns it.
+local function arg_owner(i)
+  local v = ARGV[i]
+  if not v or #v ~= 32 or not string.find(v, '^[0-9a-f]+$') then malformed('lock owner (ARGV[' .. i .. '])') end
   return v
 end
 
@@ -125,11 +161,23 @@ local function now_ms()
   return t[1] * 1000 + (us - us % 1000) / 1000
 end
 
--- The keys of one event; names must match src/redis/key_layout.hpp. The per-zone keys
--- are methods (K:free(zone)). Key names depend on nothing but the prefix, the event and
--- the zone, so the library remembers them (its state lives as long as the library is
--- loaded): a call on an event it has seen builds no key name. The memo starts afresh
--- once it holds 1,000 events.
+-- An integer as decimal digits: what records hold, and what redis.call is handed.
+local function digits(n)
+  return string.format('%d', n)
+end
+
+-- ARGV[i], a lease in ms (as arg_int checks it), as SET PX and PEXPIRE take it: as it
+-- came, unless written with leading zeros, which they refuse.
+local function arg_lease(i)
+  local ms = arg_int(i, 'lease', 1, MAX_MS)
+  return string.byte(ARGV[i]) == 48 and digits(ms) or ARGV[i]
+end
+
+-- The keys of one event; names must match src/redis/include/seatlock/redis/key_layout.hpp.
+-- The per-zone keys are methods (K:free(zone)). Key names depend on nothing but the
+-- prefix, the event and the zone, so the library remembers them (its state lives as long
+-- as the library is loaded): a call on an event it has seen builds no key name. The memo
+-- starts afresh once it holds 1,000 events.
 local function zone_key(K, kind, zone)
   local names = K.zone_keys[kind]
   local key = names[zone]
@@ -152,13 +200,20 @@ local function seats_key(K, zone) return zone_key(K, 'seats', zone) end
 
 local KEY_MEMO, key_memo_size = {}, 0
 
-local function event_keys(prefix, event)
-  local by_event = KEY_MEMO[prefix]
-  local K = by_event and by_event[event]
+-- The keys of the event that ARGV[i] (key prefix) and ARGV[i + 1] (event id) name, after
+-- checking both. Only checked names enter the memo, so an event seen before is neither
+-- checked nor named again.
+local function arg_event(i)
+  local prefix, event = ARGV[i], ARGV[i + 1]
+  local by_event = prefix and KEY_MEMO[prefix]
+  local K = by_event and event and by_event[event]
   if K then return K end
+  arg_prefix(i)
+  arg_id(i + 1, 'event id')
   local tag = ':{' .. event .. '}'
   K = {
-    prefix = prefix, tag = tag, event = prefix .. ':event' .. tag, paid = prefix .. ':paid' .. tag,
+    id = event, token_head = event .. '.', prefix = prefix, tag = tag,
+    event = prefix .. ':event' .. tag, paid = prefix .. ':paid' .. tag,
     deadlines = prefix .. ':deadlines' .. tag, expired = prefix .. ':expired' .. tag,
     free = free_key, seats = seats_key, zone_keys = {free = {}, seats = {}}, zone_names = 0,
   }
@@ -173,14 +228,16 @@ end
 -- hold function receives first (event, paid, deadlines, expired), then `free` and `seats`
 -- (those of the zone a hold asks for) when given.
 local function check_keys(K, free, seats)
+  -- Equal strings are one string in Lua: each test compares two pointers.
+  if KEYS[1] == K.event and KEYS[2] == K.paid and KEYS[3] == K.deadlines and
+      KEYS[4] == K.expired and KEYS[5] == free and KEYS[6] == seats and KEYS[7] == nil then
+    return
+  end
   local n = free and 6 or 4
   if #KEYS ~= n then malformed('expected ' .. n .. ' KEYS, got ' .. #KEYS) end
-  if KEYS[1] ~= K.event or KEYS[2] ~= K.paid or KEYS[3] ~= K.deadlines or KEYS[4] ~= K.expired or
-      KEYS[5] ~= free or KEYS[6] ~= seats then
-    local expected = {K.event, K.paid, K.deadlines, K.expired, free, seats}
-    for i = 1, n do
-      if KEYS[i] ~= expected[i] then malformed('KEYS[' .. i .. '] should be ' .. expected[i]) end
-    end
+  local expected = {K.event, K.paid, K.deadlines, K.expired, free, seats}
+  for i = 1, n do
+    if KEYS[i] ~= expected[i] then malformed('KEYS[' .. i .. '] should be ' .. expected[i]) end
   end
 end
 
@@ -190,6 +247,11 @@ end
 
 local function refuse(code, detail, items, limit, current)
   return {0, code, detail, items or {}, limit or -1, current or -1}
+end
+
+-- The refusal for seats a zone does not have.
+local function unknown_seats(zone, unknown)
+  return refuse('unknown_seat', 'zone ' .. zone .. ' has no seat ' .. join(unknown), unknown)
 end
 
 -- Runs `command key member...` in chunks (unpack() is bounded by the Lua C stack) and
@@ -206,6 +268,46 @@ local function chunked(command, key, members)
     end
   end
   return out
+end
+
+-- The first of KEYS[1..n] that is not a lock key (string.find(key, ':lock:{[^{}]*}')), or
+-- not one of `group` when given (string.match(key, ':lock:{([^{}]*)}') == group); nil when
+-- all are. The keys of one call share their start up to the group's closing brace: a key
+-- that starts as the first one does matches where it does, so it costs one comparison, not
+-- a pattern search.
+local function bad_lock_key(n, group)
+  local at, last, first_group = string.find(KEYS[1], ':lock:{([^{}]*)}')
+  if not at or (group and first_group ~= group) then return 1 end
+  local head = string.sub(KEYS[1], 1, last)
+  for k = 2, n do
+    local key = KEYS[k]
+    if string.sub(key, 1, last) ~= head then
+      local own = string.match(key, ':lock:{([^{}]*)}')
+      if not own or (group and own ~= group) then return k end
+    end
+  end
+  return nil
+end
+
+-- The values of KEYS[1..n], false where a key is missing: one MGET per 1,000 keys.
+local function mget_keys(n)
+  if n <= 1000 then return redis.call('MGET', unpack(KEYS, 1, n)) end
+  local values = {}
+  for i = 1, n, 1000 do
+    local part = redis.call('MGET', unpack(KEYS, i, math.min(i + 999, n)))
+    for j = 1, #part do values[i + j - 1] = part[j] end
+  end
+  return values
+end
+
+-- For a call on lock keys it already holds (release, extend): checks that KEYS are one or
+-- more lock keys, then returns how many and their current values (the owners).
+local function held_lock_keys()
+  local n = #KEYS
+  if n < 1 then malformed('no lock key') end
+  local bad = bad_lock_key(n)
+  if bad then malformed('KEYS[' .. bad .. '] is not a lock key') end
+  return n, mget_keys(n)
 end
 
 -- A zone's record (field z:<zone>): kind, capacity, whether its seats name rows.
@@ -242,12 +344,13 @@ local function seats_of(flat)
   return seats
 end
 
--- A hold's record (field h:<token>): {status, holder, zone, created, expires, flat, order}
--- where flat is the slot-seat pair list and status is held, expired or confirmed.
+-- A hold's record (field h:<token>): {status, key, holder, zone, created, expires, flat,
+-- order} where flat is the slot-seat pair list, status is held, expired, released or
+-- confirmed and key the idempotency key ('' for none).
 local function hold_of(text)
-  local status, holder, zone, created, expires, blob =
-    string.match(text, '^(%S+) (%S+) (%S+) (%d+) (%d+) (.*)$')
-  local h = {status = status, holder = holder, zone = zone, created = tonumber(created),
+  local status, key, holder, zone, created, expires, blob =
+    string.match(text, '^([^ =]+)=?(%S*) (%S+) (%S+) (%d+) (%d+) (.*)$')
+  local h = {status = status, key = key, holder = holder, zone = zone, created = tonumber(created),
     expires = tonumber(expires), flat = unpack_pairs(blob)}
   if string.sub(status, 1, 2) == 'c:' then h.status, h.order = 'confirmed', string.sub(status, 3) end
   return h
@@ -255,8 +358,55 @@ end
 
 local function hold_text(h)
   local status = h.status == 'confirmed' and 'c:' .. h.order or h.status
+  if h.key ~= '' then status = status .. '=' .. h.key end
   return string.format('%s %s %s %d %d ', status, h.holder, h.zone, h.created, h.expires) ..
     pack_pairs(h.flat)
+end
+
+-- The status word of a hold's record, without parsing the rest.
+local function status_word(text)
+  return string.match(text, '^[^ =]+')
+end
+
+-- What the hot paths read of a hold's record, without copying the rest of it: its status
+-- word (held, expired, released or c:<order>), the holder, the zone, and two positions in
+-- the text: where the record goes on after its status word ("[=<key>] <holder> ...": a
+-- new status followed by that part is the record with its status changed), and where its
+-- <pairs> start.
+local function hold_head(text)
+  local status, rest, holder, zone, pairs_at = string.match(text, '^([^ =]+)()=?%S* (%S+) (%S+) %d+ %d+ ()')
+  return status, rest, holder, zone, pairs_at
+end
+
+-- Whether hold record h answers a hold request: the same zone, and the same seats (a
+-- request for named seats) or as many places (n).
+local function same_request(h, zone, asked, n)
+  if h.zone ~= zone or #h.flat ~= 2 * n then return false end
+  if not asked then return true end
+  local had = seats_of(h.flat)
+  local sorted = {}
+  for i = 1, n do sorted[i] = asked[i] end
+  table.sort(had)
+  table.sort(sorted)
+  for i = 1, n do
+    if had[i] ~= sorted[i] then return false end
+  end
+  return true
+end
+
+-- The reply to a hold call answered by an existing hold: {1, zone, {seats}, expires,
+-- status, order, replayed}.
+local function hold_reply(h, replayed)
+  return {1, h.zone, seats_of(h.flat), h.expires, h.status, h.order or '', replayed and 1 or 0}
+end
+
+-- Deletes a hold's record and its idempotency key's field.
+local function forget_hold(K, token, h)
+  if h.key ~= '' then
+    redis.call('HDEL', K.event, 'h:' .. token, 'k:' .. h.holder .. ':' .. h.key)
+  else
+    redis.call('HDEL', K.event, 'h:' .. token)
+  end
 end
 
 -- An order's record (field o:<order>).
@@ -290,14 +440,26 @@ end
 -- Adds `held` seats and `holds` holds to a holder's counter u:<holder>; deletes the field
 -- once it is back at 0.
 local function count_holds(K, field, held, holds)
-  if redis.call('HINCRBY', K.event, field, held + HOLD_UNIT * holds) == 0 then
+  if redis.call('HINCRBY', K.event, field, digits(held + HOLD_UNIT * holds)) == 0 then
     redis.call('HDEL', K.event, field)
   end
 end
 
 -- Adds `paid` seats to a holder's counter v:<holder>; deletes the field once it is back at 0.
 local function count_paid(K, field, paid)
-  if redis.call('HINCRBY', K.event, field, paid) == 0 then redis.call('HDEL', K.event, field) end
+  if redis.call('HINCRBY', K.event, field, digits(paid)) == 0 then redis.call('HDEL', K.event, field) end
+end
+
+-- A counter's new value for HSET (set: its arguments), or its field for HDEL (gone) at 0:
+-- the holder's counters are absent at 0 (count_holds, count_paid), and so written
+-- together with a record by one HSET.
+local function put_count(set, gone, field, value)
+  if value == 0 then
+    gone[#gone + 1] = field
+  else
+    set[#set + 1] = field
+    set[#set + 1] = digits(value)
+  end
 end
 
 -- Expires one active hold (sweep): its seats are free, its holder's counters drop, its
@@ -307,6 +469,8 @@ local function expire_hold(K, token, now)
   local text = redis.call('HGET', K.event, field)
   if not text then return end
   local h = hold_of(text)
+  -- A released hold's timer is the end of its memory.
+  if h.status == 'released' then return forget_hold(K, token, h) end
   if h.status ~= 'held' then return end
   chunked('ZADD', K:free(h.zone), h.flat)
   count_holds(K, 'u:' .. h.holder, -#h.flat / 2, -1)
@@ -316,8 +480,8 @@ local function expire_hold(K, token, now)
 end
 
 -- Runs the event's timers that are due (the sorted set "deadlines"): a member <token> is
--- an active hold's deadline (expire_hold), a member f:<token> the time to forget an
--- expired hold whose expiry was acknowledged. `due` is the event's "due" field, no later
+-- an active hold's deadline (expire_hold) or a released hold's end of memory, a member
+-- f:<token> the time to forget an expired hold whose expiry was acknowledged. `due` is the event's "due" field, no later
 -- than any timer: while it lies ahead, which is nearly always, the sweep costs nothing.
 -- Afterwards "due" is the earliest timer left. Returns true when timers were due: the
 -- caller reads again what it read of the event hash.
@@ -328,10 +492,10 @@ local function sweep(K, now, due)
     if #entries == 0 then break end
     for _, entry in ipairs(entries) do
       if string.sub(entry, 1, 2) == 'f:' then
-        local field = 'h:' .. string.sub(entry, 3)
-        local text = redis.call('HGET', K.event, field)
+        local token = string.sub(entry, 3)
+        local text = redis.call('HGET', K.event, 'h:' .. token)
         -- A hold confirmed late is kept with its order.
-        if text and string.sub(text, 1, 8) == 'expired ' then redis.call('HDEL', K.event, field) end
+        if text and status_word(text) == 'expired' then forget_hold(K, token, hold_of(text)) end
       else
         expire_hold(K, entry, now)
       end
@@ -353,6 +517,8 @@ local function inactive(token, h)
     return refuse('hold_expired', 'hold ' .. token .. ' expired', seats_of(h.flat))
   elseif h.status == 'confirmed' then
     return refuse('hold_not_active', 'hold ' .. token .. ' was confirmed as order ' .. h.order)
+  elseif h.status == 'released' then
+    return refuse('hold_not_active', 'hold ' .. token .. ' was released')
   end
   return refuse('hold_not_active', 'hold ' .. token .. ' is not active')
 end

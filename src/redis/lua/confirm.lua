@@ -3,20 +3,24 @@
 -- KEYS: the event keys
 -- ARGV: prefix, event, token, order, late (0|1), max_seats (0 = none)
 -- Returns {1, order, holder, zone, {seats}, token, paid_at_ms, cancelled} or a refusal.
+-- A confirm of an active hold runs 6 commands: TIME, HMGET of the event hash, HMGET of the
+-- counters, ZREM of the deadline, HSET of the paid seats, HSET of the event hash (the hold,
+-- the order, the counters), and HDEL of the holder's held count once it is back at 0.
 arg_count(6, 'confirm')
-local prefix = arg_prefix(1)
-arg_ids(2, 4, 'event id,hold token,order id')
+local K = arg_event(1)
 local event, order = ARGV[2], ARGV[4]
-local token = arg_token(3, event)
+local token = arg_token(3, K)
+-- The token is an id as well: no longer than one.
+if #token > MAX_ID then malformed('hold token (ARGV[3])') end
+arg_id(4, 'order id')
 local late = arg_flag(5, 'late flag')
 local max_seats = arg_int(6, 'max seats per holder', 0, MAX_MS)
-local K = event_keys(prefix, event)
 check_keys(K)
 
 local now = now_ms()
 local hold_field, order_field = 'h:' .. token, 'o:' .. order
 local ev = redis.call('HMGET', K.event, 'id', 'due', hold_field, order_field)
-if not ev[1] then return refuse('unknown_hold', 'no hold ' .. token .. ' (unknown event)') end
+if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
 if sweep(K, now, ev[2]) then ev = redis.call('HMGET', K.event, 'id', 'due', hold_field, order_field) end
 
 if ev[4] then
@@ -27,19 +31,25 @@ end
 if not ev[3] then
   return refuse('unknown_hold', 'no hold ' .. token .. ' in event ' .. event)
 end
-local h = hold_of(ev[3])
-if h.status == 'confirmed' then
-  return refuse('order_conflict', 'hold ' .. token .. ' was already confirmed as order ' .. h.order)
+local text = ev[3]
+local status, rest, holder, zone, pairs_at = hold_head(text)
+if string.sub(status, 1, 2) == 'c:' then
+  return refuse('order_conflict', 'hold ' .. token .. ' was already confirmed as order ' .. string.sub(status, 3))
 end
-if h.status == 'expired' and not late then return inactive(token, h) end
+if status == 'released' or (status == 'expired' and not late) then return inactive(token, hold_of(text)) end
 
-local seats = seats_of(h.flat)
+local blob = string.sub(text, pairs_at)
+local seats = seats_of(unpack_pairs(blob))
 local n = #seats
-local counts_field, paid_field = 'u:' .. h.holder, 'v:' .. h.holder
-if h.status == 'expired' then
+-- The holder's counters (u: held seats and active holds, v: paid seats) and the zone's
+-- paid count, read once and written with the records (counts_of, count_holds).
+local counts_field, paid_field, zone_paid_field = 'u:' .. holder, 'v:' .. holder, 'p:' .. zone
+local counts = redis.call('HMGET', K.event, counts_field, paid_field, zone_paid_field)
+local set, gone = {}, {} -- HSET's and HDEL's arguments
+if status == 'expired' then
   -- confirm_late: the same seats, if every one is still free (in its zone's free set:
   -- the places of a general-admission hold all lie below the zone's `next`).
-  local free_key = K:free(h.zone) -- derived: the hold's zone
+  local free_key = K:free(zone) -- derived: the hold's zone
   local scores = chunked('ZMSCORE', free_key, seats)
   local taken = {}
   for i, seat in ipairs(seats) do
@@ -49,26 +59,31 @@ if h.status == 'expired' then
     return refuse('seat_taken', 'hold ' .. token .. ' expired and seats ' .. join(taken) ..
       ' were taken since', taken)
   end
-  local counts = redis.call('HMGET', K.event, counts_field, paid_field)
   local held, paid, holds = counts_of(counts[1], counts[2])
-  local refused = check_limits(event, h.holder, held, paid, holds, n, max_seats, false)
+  local refused = check_limits(event, holder, held, paid, holds, n, max_seats, false)
   if refused then return refused end
   chunked('ZREM', free_key, seats)
 else
   -- An active hold's seats move from held to paid.
   redis.call('ZREM', K.deadlines, token)
-  count_holds(K, counts_field, -n, -1)
+  put_count(set, gone, counts_field, (counts[1] and counts[1] + 0 or 0) - n - HOLD_UNIT)
 end
-count_paid(K, paid_field, n)
 local fields = {}
-for _, seat in ipairs(seats) do
-  fields[#fields + 1] = h.zone .. ':' .. seat
-  fields[#fields + 1] = order
+for i = 1, n do
+  fields[2 * i - 1] = zone .. ':' .. seats[i]
+  fields[2 * i] = order
 end
 chunked('HSET', K.paid, fields)
-redis.call('HINCRBY', K.event, 'p:' .. h.zone, n)
--- The hold record is kept as long as its order, so confirm stays idempotent.
-h.status, h.order = 'confirmed', order
-local o = {holder = h.holder, zone = h.zone, token = token, paid_at = now, cancelled = false, flat = h.flat}
-redis.call('HSET', K.event, hold_field, hold_text(h), order_field, order_text(o))
-return order_reply(order, o)
+-- The hold record is kept as long as its order, so confirm stays idempotent: the same
+-- record with status c:<order>; the order's record (order_text) keeps the hold's seats
+-- as they are stored.
+set[#set + 1] = hold_field
+set[#set + 1] = 'c:' .. order .. string.sub(text, rest)
+set[#set + 1] = order_field
+set[#set + 1] = holder .. ' ' .. zone .. ' ' .. token .. ' ' .. digits(now) .. ' 0 ' .. blob
+put_count(set, gone, paid_field, (counts[2] and counts[2] + 0 or 0) + n)
+set[#set + 1] = zone_paid_field
+set[#set + 1] = digits((counts[3] and counts[3] + 0 or 0) + n)
+redis.call('HSET', K.event, unpack(set))
+if #gone > 0 then redis.call('HDEL', K.event, unpack(gone)) end
+return {1, order, holder, zone, seats, token, now, 0} -- order_reply

@@ -1,17 +1,19 @@
 -- event_create.lua: stores an event's inventory (HoldTable::create_event). The same spec
--- again succeeds; another spec under the same id is refused.
+-- again succeeds; another spec under the same id is refused. With a last argument
+-- 'hidden' (HoldTable::begin_recovery) a new event is stored without its `id` field:
+-- every call on it answers unknown_event until event_show.lua writes it.
 -- KEYS: event:{e}, then for each zone: free:<zone>, seats:<zone>
 -- ARGV: prefix, event, name, zone count, then for each zone:
 --       id, kind (named|general_admission), n (seats or capacity),
---       and for named zones n pairs of seat id, row ('' when the zone has no rows)
--- Returns {1, spec_json}: the canonical spec, for the events index.
-local prefix = arg_prefix(1)
-arg_ids(2, 2, 'event id')
+--       and for named zones n pairs of seat id, row ('' when the zone has no rows),
+--       then optionally 'hidden'
+-- Returns {1, spec_json, created (0|1), shown (0|1)}: the canonical spec, for the events
+-- index, whether this call stored the event, and whether it is shown.
+local K = arg_event(1)
 local event = ARGV[2]
 local name = ARGV[3]
 if type(name) ~= 'string' or #name > 256 then malformed('event name (ARGV[3])') end
 local zone_count = arg_int(4, 'zone count', 1, 10000)
-local K = event_keys(prefix, event)
 
 -- Every argument is read and checked before anything is written.
 local zones, expected_keys, seen_zones = {}, {K.event}, {}
@@ -46,7 +48,8 @@ for _ = 1, zone_count do
   expected_keys[#expected_keys + 1] = K:free(id)
   expected_keys[#expected_keys + 1] = K:seats(id)
 end
-if #ARGV ~= i - 1 then malformed('expected ' .. (i - 1) .. ' ARGV, got ' .. #ARGV) end
+local hidden = #ARGV == i and ARGV[i] == 'hidden'
+if #ARGV ~= i - 1 and not hidden then malformed('expected ' .. (i - 1) .. ' ARGV, got ' .. #ARGV) end
 if #KEYS ~= #expected_keys then malformed('expected ' .. #expected_keys .. ' KEYS, got ' .. #KEYS) end
 for k, key in ipairs(expected_keys) do
   if KEYS[k] ~= key then malformed('KEYS[' .. k .. '] should be ' .. key) end
@@ -54,15 +57,19 @@ end
 
 -- Arrays only: cjson writes them in a fixed order, so equal specs encode equally.
 local spec = cjson.encode({name, zones})
-local existing = redis.call('HGET', K.event, 'spec')
-if existing then
-  if existing == spec then return {1, spec} end
+local existing = redis.call('HMGET', K.event, 'spec', 'id')
+if existing[1] then
+  if existing[1] == spec then return {1, spec, 0, existing[2] and 1 or 0} end
   return refuse('event_exists', 'event ' .. event .. ' already exists with another inventory')
 end
 
 -- Each zone's record is a field of the event hash (common.lua); the seat index and the
 -- free set are keys of their own.
-local fields = {'id', event, 'spec', spec}
+local fields = {'spec', spec}
+if not hidden then
+  fields[3] = 'id'
+  fields[4] = event
+end
 for _, zone in ipairs(zones) do
   local id, kind = zone[1], zone[2]
   fields[#fields + 1] = 'z:' .. id
@@ -89,4 +96,4 @@ for _, zone in ipairs(zones) do
   end
 end
 chunked('HSET', K.event, fields)
-return {1, spec}
+return {1, spec, 1, hidden and 0 or 1}

@@ -4,12 +4,10 @@
 -- ARGV: prefix, event, limit, redeliver_after_ms
 -- Returns {1, {{token, holder, zone, {seats}, expired_at_ms}, ...}}
 arg_count(4, 'expired')
-local prefix = arg_prefix(1)
-arg_ids(2, 2, 'event id')
+local K = arg_event(1)
 local event = ARGV[2]
 local limit = arg_int(3, 'limit', 1, MAX_PLACES)
 local redeliver_after = arg_int(4, 'redeliver after', 0, MAX_MS)
-local K = event_keys(prefix, event)
 check_keys(K)
 
 local now = now_ms()

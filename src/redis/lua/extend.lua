@@ -4,19 +4,17 @@
 -- ARGV: prefix, event, token, ttl_ms, max_lifetime_ms
 -- Returns {1, holder, zone, {seats}, expires_ms} or a refusal.
 arg_count(5, 'extend')
-local prefix = arg_prefix(1)
-arg_ids(2, 2, 'event id')
+local K = arg_event(1)
 local event = ARGV[2]
-local token = arg_token(3, event)
+local token = arg_token(3, K)
 local ttl = arg_int(4, 'ttl', 1, MAX_MS)
 local max_lifetime = arg_int(5, 'max lifetime', 1, MAX_MS)
-local K = event_keys(prefix, event)
 check_keys(K)
 
 local now = now_ms()
 local hold_field = 'h:' .. token
 local ev = redis.call('HMGET', K.event, 'id', 'due', hold_field)
-if not ev[1] then return refuse('unknown_hold', 'no hold ' .. token .. ' (unknown event)') end
+if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
 if sweep(K, now, ev[2]) then ev = redis.call('HMGET', K.event, 'id', 'due', hold_field) end
 if not ev[3] then
   return refuse('unknown_hold', 'no hold ' .. token .. ' in event ' .. event)

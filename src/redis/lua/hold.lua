@@ -1,13 +1,14 @@
 -- hold.lua: holds seats of one zone for a holder, all or nothing (HoldTable::hold).
 -- KEYS: the event keys, then free:<zone>, seats:<zone>
 -- ARGV: prefix, event, holder, token, zone, kind (seats|quantity|best_available),
---       n, ttl_ms, max_seats (0 = none), one_active (0|1), then n seat ids for `seats`
--- Returns {1, zone, {seats}, expires_ms} or a refusal.
+--       n, ttl_ms, max_seats (0 = none), one_active (0|1), idempotency key ('' for none),
+--       then n seat ids for `seats`
+-- Returns {1, zone, {seats}, expires_ms} for a new hold, {1, zone, {seats}, expires_ms,
+-- status, order, replayed} for a remembered one (this token, or this key), or a refusal.
 -- A hold of named seats runs 6 commands: TIME, one HMGET of the event hash (event, timers,
 -- zone, an earlier try with this token, the holder's counters), ZMSCORE and ZREM on the
 -- zone's free set, one HSET of the event hash (the hold, the holder's counter) and one ZADD
 -- of the deadline.
-local prefix = arg_prefix(1)
 local kind = ARGV[6]
 if kind ~= 'seats' and kind ~= 'quantity' and kind ~= 'best_available' then
   malformed('hold kind (ARGV[6])')
@@ -16,19 +17,22 @@ local n = arg_int(7, 'seat count', 1, MAX_PLACES)
 local ttl = arg_int(8, 'ttl', 1, MAX_MS)
 local max_seats = arg_int(9, 'max seats per holder', 0, MAX_MS)
 local one_active = arg_flag(10, 'one active hold flag')
-if kind == 'seats' then arg_count(10 + n, 'hold of named seats') else arg_count(10, 'hold of a quantity') end
-arg_ids(2, 3, 'event id,holder id')
-arg_ids(5, 5, 'zone id')
-if n > 0 and kind == 'seats' then arg_ids(11, 10 + n, 'seat id') end
-local event, holder, zone = ARGV[2], ARGV[3], ARGV[5]
-local token = arg_token(4, event)
+if kind == 'seats' then arg_count(11 + n, 'hold of named seats') else arg_count(11, 'hold of a quantity') end
+local K = arg_event(1)
+local event = ARGV[2]
+local holder = arg_id(3, 'holder id')
+local zone = arg_id(5, 'zone id')
+local key = ARGV[11]
+if key ~= '' then arg_id(11, 'idempotency key') end
+if kind == 'seats' then arg_ids(12, 11 + n, 'seat id') end
+local token = arg_token(4, K)
 local asked
 if kind == 'seats' then
   if n <= 1000 then
-    asked = {unpack(ARGV, 11, 10 + n)}
+    asked = {unpack(ARGV, 12, 11 + n)}
   else
     asked = {}
-    for i = 11, 10 + n do asked[#asked + 1] = ARGV[i] end
+    for i = 12, 11 + n do asked[#asked + 1] = ARGV[i] end
   end
   -- Few seats: compared pairwise; many: through a set.
   local twice
@@ -47,26 +51,38 @@ if kind == 'seats' then
   end
   if twice then malformed('seat ' .. twice .. ' asked twice') end
 end
-local K = event_keys(prefix, event)
 local free_key, seats_key = K:free(zone), K:seats(zone)
 check_keys(K, free_key, seats_key)
 
 local now = now_ms()
 local zone_field, hold_field, counts_field = 'z:' .. zone, 'h:' .. token, 'u:' .. holder
 local paid_field = 'v:' .. holder
-local ev = redis.call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field)
+local key_field = key ~= '' and 'k:' .. holder .. ':' .. key or paid_field
+local ev = redis.call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field, key_field)
 if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
 if sweep(K, now, ev[2]) then
-  ev = redis.call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field)
+  ev = redis.call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field, key_field)
 end
 
 if ev[4] then
   -- A retry of a hold whose reply was lost.
   local h = hold_of(ev[4])
-  if h.holder ~= holder or h.status ~= 'held' then
-    return refuse('invalid_argument', 'hold token already used')
+  if h.holder ~= holder then return refuse('invalid_argument', 'hold token already used') end
+  return hold_reply(h, false)
+end
+if key ~= '' and ev[7] then
+  -- The holder used this idempotency key before: that hold, as it stands.
+  local text = redis.call('HGET', K.event, 'h:' .. ev[7])
+  if text then
+    local h = hold_of(text)
+    if not same_request(h, zone, asked, n) then
+      return refuse('invalid_argument', 'idempotency key ' .. key ..
+        ' was used for another request (hold ' .. ev[7] .. ')')
+    end
+    local reply = hold_reply(h, true)
+    reply[#reply + 1] = ev[7]
+    return reply
   end
-  return {1, h.zone, seats_of(h.flat), h.expires}
 end
 
 if not ev[3] then
@@ -80,9 +96,11 @@ if held + n >= HOLD_UNIT then
     ' seats in event ' .. event .. '; Redis counts fewer than ' .. HOLD_UNIT, {}, HOLD_UNIT - 1, held)
 end
 
--- Which seats (ids) and slots (zone order) the request gets, as slot-seat pairs.
+-- Which seats (ids) and slots (zone order) the request gets, as slot-seat pairs. The
+-- event hash's new fields go to `set`, made with room for 8: a table grown one entry at a
+-- time is rebuilt at 1, 2, 4 and 8 entries.
 local seats, flat
-local set = {}
+local set = {nil, nil, nil, nil, nil, nil, nil, nil}
 if kind == 'seats' then
   if string.sub(ev[3], 1, 6) ~= 'named ' then
     return refuse('invalid_argument', 'zone ' .. zone .. ' is general admission: ask for a quantity of places')
@@ -92,7 +110,7 @@ if kind == 'seats' then
   -- unknown seats from taken ones.
   local scores = chunked('ZMSCORE', free_key, asked)
   local unknown, taken, infos = {}, {}, nil
-  flat = {}
+  flat = n <= 4 and {nil, nil, nil, nil, nil, nil, nil, nil} or {} -- room for 4 seats, as `set`
   for i = 1, n do
     local seat = asked[i]
     if scores[i] then
@@ -103,9 +121,7 @@ if kind == 'seats' then
       if infos[i] then taken[#taken + 1] = seat else unknown[#unknown + 1] = seat end
     end
   end
-  if #unknown > 0 then
-    return refuse('unknown_seat', 'zone ' .. zone .. ' has no seat ' .. join(unknown), unknown)
-  end
+  if #unknown > 0 then return unknown_seats(zone, unknown) end
   if #taken > 0 then
     return refuse('seat_taken', (#taken == 1 and 'seat ' or 'seats ') .. join(taken) .. ' of zone ' ..
       zone .. ' already taken', taken)
@@ -172,7 +188,7 @@ else
       next_place = next_place + 1
     end
     set[#set + 1] = 'n:' .. zone
-    set[#set + 1] = next_place
+    set[#set + 1] = digits(next_place)
   end
   flat = {}
   for i, seat in ipairs(seats) do
@@ -183,14 +199,20 @@ end
 
 chunked('ZREM', free_key, seats)
 local expires = now + ttl
+local expires_at = digits(expires)
 set[#set + 1] = hold_field
-set[#set + 1] = string.format('held %s %s %d %d ', holder, zone, now, expires) .. pack_pairs(flat)
+set[#set + 1] = (key ~= '' and 'held=' .. key or 'held') .. ' ' .. holder .. ' ' .. zone .. ' ' ..
+  digits(now) .. ' ' .. expires_at .. ' ' .. pack_pairs(flat) -- hold_text
+if key ~= '' then
+  set[#set + 1] = key_field
+  set[#set + 1] = token
+end
 set[#set + 1] = counts_field
-set[#set + 1] = held + n + HOLD_UNIT * (holds + 1)
+set[#set + 1] = digits(held + n + HOLD_UNIT * (holds + 1))
 if not ev[2] or expires < ev[2] + 0 then
   set[#set + 1] = 'due'
-  set[#set + 1] = expires
+  set[#set + 1] = expires_at
 end
 redis.call('HSET', K.event, unpack(set))
-redis.call('ZADD', K.deadlines, expires, token)
+redis.call('ZADD', K.deadlines, expires_at, token)
 return {1, zone, seats, expires}

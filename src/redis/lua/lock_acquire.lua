@@ -3,33 +3,39 @@
 -- KEYS: n lock keys (<prefix>:lock:{group}...), then the fence:{group} key of each group
 -- ARGV: owner (32 hex digits), lease_ms, n
 -- Returns {1, fencing_token} or {0, {indexes of the keys held by others}}.
+-- Keys of one group run n + 2 commands: MGET, INCR of the fence, one SET per key.
 arg_count(3, 'lock_acquire')
-local owner = ARGV[1]
-if type(owner) ~= 'string' or not string.find(owner, '^' .. string.rep('[0-9a-f]', 32) .. '$') then
-  malformed('lock owner (ARGV[1])')
-end
-local lease = arg_int(2, 'lease', 1, MAX_MS)
+local owner = arg_owner(1)
+local lease = arg_lease(2)
 local n = arg_int(3, 'lock key count', 1, #KEYS - 1)
 -- Every lock key's group must come with its fence key, and only those.
-local fences = {}
-for f = n + 1, #KEYS do
-  local group = string.match(KEYS[f], ':fence:{([^{}]*)}$')
-  if not group or fences[group] ~= nil then malformed('KEYS[' .. f .. '] is not a new fence key') end
-  fences[group] = false
-end
-for k = 1, n do
-  local group = string.match(KEYS[k], ':lock:{([^{}]*)}')
-  if not group or fences[group] == nil then malformed('KEYS[' .. k .. '] is a lock key without its fence key') end
-  fences[group] = true
-end
-for group, used in pairs(fences) do
-  if not used then malformed('fence key of group ' .. group .. ' without a lock key') end
+if #KEYS == n + 1 then
+  -- One group, the usual case: one fence key, and every lock key of its group.
+  local group = string.match(KEYS[n + 1], ':fence:{([^{}]*)}$')
+  if not group then malformed('KEYS[' .. (n + 1) .. '] is not a new fence key') end
+  local bad = bad_lock_key(n, group)
+  if bad then malformed('KEYS[' .. bad .. '] is a lock key without its fence key') end
+else
+  local fences = {}
+  for f = n + 1, #KEYS do
+    local group = string.match(KEYS[f], ':fence:{([^{}]*)}$')
+    if not group or fences[group] ~= nil then malformed('KEYS[' .. f .. '] is not a new fence key') end
+    fences[group] = false
+  end
+  for k = 1, n do
+    local group = string.match(KEYS[k], ':lock:{([^{}]*)}')
+    if not group or fences[group] == nil then malformed('KEYS[' .. k .. '] is a lock key without its fence key') end
+    fences[group] = true
+  end
+  for group, used in pairs(fences) do
+    if not used then malformed('fence key of group ' .. group .. ' without a lock key') end
+  end
 end
 
+local current = mget_keys(n)
 local busy = {}
 for k = 1, n do
-  local current = redis.call('GET', KEYS[k])
-  if current and current ~= owner then busy[#busy + 1] = k end
+  if current[k] and current[k] ~= owner then busy[#busy + 1] = k end
 end
 if #busy > 0 then return {0, busy} end
 

@@ -1,38 +1,39 @@
--- release.lua: held -> free, and the hold is forgotten at once (HoldTable::release):
--- a later call on it gets unknown_hold. Releasing an expired hold succeeds (its seats
--- are free already); a confirmed hold is refused.
+-- release.lua: held -> free (HoldTable::release). The released hold is remembered for
+-- RELEASED_MEMORY_MS (its deadline becomes the end of that memory), so a retried release
+-- succeeds; so does releasing an expired hold (its seats are free already); a confirmed
+-- hold is refused.
 -- KEYS: the event keys
 -- ARGV: prefix, event, token
 -- Returns {1} or a refusal.
--- Runs 6 commands: TIME, HMGET of the event hash, ZREM of the deadline, ZADD of the seats,
--- HINCRBY of the holder's counter, HDEL of the hold (and of the counter, once at 0).
+-- Runs 6 commands: TIME, HMGET of the event hash, ZADD of the deadline, ZADD of the seats,
+-- HINCRBY of the holder's counter, HSET of the hold (and HDEL of the counter, once at 0).
 arg_count(3, 'release')
-local prefix = arg_prefix(1)
-arg_ids(2, 2, 'event id')
+local K = arg_event(1)
 local event = ARGV[2]
-local token = arg_token(3, event)
-local K = event_keys(prefix, event)
+local token = arg_token(3, K)
 check_keys(K)
 
 local now = now_ms()
 local hold_field = 'h:' .. token
 local ev = redis.call('HMGET', K.event, 'id', 'due', hold_field)
 if sweep(K, now, ev[2]) then ev = redis.call('HMGET', K.event, 'id', 'due', hold_field) end
-if not ev[3] then
-  if not ev[1] then return refuse('unknown_hold', 'no hold ' .. token .. ' (unknown event)') end
-  return refuse('unknown_hold', 'no hold ' .. token .. ' in event ' .. event)
-end
-local status, holder, zone, blob = string.match(ev[3], '^(%S+) (%S+) (%S+) %d+ %d+ (.*)$')
-if status == 'expired' then return {1} end -- its seats are already free
-if status ~= 'held' then return inactive(token, hold_of(ev[3])) end
-redis.call('ZREM', K.deadlines, token)
-local flat = unpack_pairs(blob)
+if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
+local text = ev[3]
+if not text then return refuse('unknown_hold', 'no hold ' .. token .. ' in event ' .. event) end
+local status, rest, holder, zone, pairs_at = hold_head(text)
+if status == 'expired' or status == 'released' then return {1} end
+if status ~= 'held' then return inactive(token, hold_of(text)) end
+local forget_at = now + RELEASED_MEMORY_MS
+local forget = digits(forget_at)
+redis.call('ZADD', K.deadlines, forget, token)
+local flat = unpack_pairs(string.sub(text, pairs_at))
 chunked('ZADD', K:free(zone), flat)
--- Forgotten at once: a released hold is worth nothing to anyone. So is a counter at 0.
-local counts_field = 'u:' .. holder
-if redis.call('HINCRBY', K.event, counts_field, -(#flat / 2 + HOLD_UNIT)) == 0 then
-  redis.call('HDEL', K.event, hold_field, counts_field)
+count_holds(K, 'u:' .. holder, -#flat / 2, -1)
+-- The record as it was, but for its status.
+local record = 'released' .. string.sub(text, rest)
+if ev[2] and forget_at >= ev[2] + 0 then
+  redis.call('HSET', K.event, hold_field, record)
 else
-  redis.call('HDEL', K.event, hold_field)
+  redis.call('HSET', K.event, hold_field, record, 'due', forget)
 end
 return {1}

@@ -1,6 +1,8 @@
-// src/redis/key_layout.hpp: the names of every Redis key seatlock writes. The Lua scripts
-// build the same names (lua/common.lua, event_keys) and check the KEYS they are given
-// against them; the README's "Key layout" shows the layout to operators.
+// seatlock/redis/key_layout.hpp: the names of every Redis key seatlock writes. The Lua
+// scripts build the same names (src/redis/lua/common.lua, event_keys) and check the KEYS
+// they are given against them; docs/redis.md's "Key layout" shows the layout to operators.
+// Private to the Redis backend and the build tree (target seatlock_redis_key_layout, which
+// the benchmarks use to name the keys as the backend does): never installed.
 #pragma once
 
 #include <seatlock/keys.hpp>

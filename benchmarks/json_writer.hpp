@@ -1,0 +1,29 @@
+// benchmarks/json_writer.hpp: the results as JSON — the command and mode, the machine, every
+// row, every figure and every problem — for comparing runs over time.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "figures.hpp"
+#include "node_redlock.hpp"
+#include "options.hpp"
+#include "row.hpp"
+
+namespace seatlock::bench {
+
+struct Results {
+    const Options& options;
+    const std::vector<Row>& rows;
+    const std::vector<Figure>& figures;
+    const std::vector<std::string>& problems;
+    std::string load_at_start;
+    std::optional<NodeRedlock> node_redlock;  ///< when a wanted scenario had the peer
+};
+
+/// Writes `results` to options.out (creating its directory) and says where; nothing when
+/// no --out was given.
+void write_json(const Results& results);
+
+}  // namespace seatlock::bench

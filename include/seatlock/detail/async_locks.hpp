@@ -1,0 +1,315 @@
+// seatlock/detail/async_locks.hpp: the asynchronous side of locks, on Asio timers.
+//
+// The rules are the blocking side's (Acquisition, ReleaseAttempts, after_renewal in
+// lock_manager.hpp and watchdog.hpp): what to send and what each answer means. Here they
+// are driven by timers on the caller's executor instead of sleeps and a thread:
+// - AsyncAcquire: sends, pauses on a timer while a key is busy, honours the handler's
+//   cancellation slot, and leaves no lock behind when cancelled;
+// - AsyncRelease: a release and its retries in transit, reporting to a callback once the
+//   inline budget (LockOptions::release_retry_inline) is spent, then going on alone;
+// - AsyncRenewal: the watchdog of one guard, renewing every lease/3.
+// Each lives in a shared_ptr for as long as a timer or a backend call refers to it, and
+// works on a strand of the caller's executor, so backend completions from another thread
+// and cancellation from the caller never race with it. Each also counts as outstanding
+// work of that executor's context while it lives: io_context::run() returns only once the
+// last release, renewal or wait has ended, so destroying the context after run() is safe.
+#pragma once
+
+#include <seatlock/detail/acquisition.hpp>
+#include <seatlock/detail/async.hpp>
+#include <seatlock/detail/watchdog.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+
+namespace seatlock::detail {
+
+using Strand = boost::asio::strand<boost::asio::any_io_executor>;
+
+/// The executor a handler's timers run on: its associated executor.
+template <typename Handler>
+boost::asio::any_io_executor timer_executor(const Handler& handler) {
+    return boost::asio::any_io_executor(boost::asio::get_associated_executor(handler));
+}
+
+/// `executor`, counting as outstanding work of its context while the copy lives.
+inline boost::asio::any_io_executor tracked(const boost::asio::any_io_executor& executor) {
+    return boost::asio::prefer(executor, boost::asio::execution::outstanding_work.tracked);
+}
+
+/// One release, its retries on a timer. `report` gets the outcome once: as soon as the
+/// release is settled, or when LockOptions::release_retry_inline is spent (the release
+/// then goes on in the background until it succeeds or is given up, and a release given
+/// up reaches on_release_error). Without `report` (a guard destroyed), a release given up
+/// goes to on_release_error.
+template <LockBackend B>
+class AsyncRelease : public std::enable_shared_from_this<AsyncRelease<B>> {
+public:
+    using Report = std::function<void(Result<void>)>;
+
+    static void start(B& backend, std::shared_ptr<LeaseState> state,
+                      boost::asio::any_io_executor executor, Report report) {
+        auto self = std::shared_ptr<AsyncRelease>(
+            new AsyncRelease(backend, std::move(state), std::move(executor), std::move(report)));
+        self->send();
+    }
+
+private:
+    using Outcome = ReleaseAttempts::Outcome;
+
+    AsyncRelease(B& backend, std::shared_ptr<LeaseState> state, boost::asio::any_io_executor ex,
+                 Report report)
+        : backend_(backend),
+          attempts_(state),
+          inline_until_(SteadyClock::now() + state->retry_inline),
+          work_(tracked(ex)),
+          strand_(std::move(ex)),
+          timer_(strand_),
+          report_(std::move(report)) {}
+
+    void send() {
+        const auto sent = SteadyClock::now();
+        detail::start(backend_, attempts_.request(),
+                      [self = this->shared_from_this(), sent](Result<bool> released) mutable {
+                          auto& me = *self;
+                          boost::asio::dispatch(me.strand_, [self = std::move(self), sent,
+                                                             released = std::move(released)]() mutable {
+                              self->on_reply(std::move(released), sent);
+                          });
+                      });
+    }
+
+    void on_reply(Result<bool> released, SteadyClock::time_point sent) {
+        Outcome outcome = attempts_.settle(std::move(released), sent);
+        if (outcome == Outcome::pending && !attempts_.plan_next()) outcome = Outcome::failed;
+        switch (outcome) {
+            case Outcome::released: return tell({});
+            case Outcome::not_owned:
+                return tell(Failure(errc::lock_not_owned,
+                                    "nothing released: this guard no longer held " +
+                                        attempts_.state().describe_keys() +
+                                        " (its lease ran out, or another owner took over)",
+                                    attempts_.state().keys));
+            case Outcome::failed: {
+                Failure f = attempts_.given_up();
+                if (!report_) attempts_.state().report_release_error(f);
+                return tell(std::move(f));
+            }
+            case Outcome::pending: break;
+        }
+        if (report_ && attempts_.next_at() >= inline_until_) {
+            tell(attempts_.failure(
+                "retrying in the background; on_release_error is called if it never succeeds"));
+            background_ = true;
+        }
+        timer_.expires_at(attempts_.next_at());
+        timer_.async_wait(boost::asio::bind_executor(
+            strand_, [self = this->shared_from_this()](boost::system::error_code) { self->send(); }));
+    }
+
+    // The caller hears once; a release given up in the background is reported instead.
+    void tell(Result<void> result) {
+        if (background_) {
+            if (!result && !result.is(errc::lock_not_owned)) {
+                attempts_.state().report_release_error(result.error());
+            }
+            return;
+        }
+        if (auto report = std::exchange(report_, nullptr)) report(std::move(result));
+    }
+
+    B& backend_;
+    ReleaseAttempts attempts_;
+    SteadyClock::time_point inline_until_;
+    boost::asio::any_io_executor work_;
+    Strand strand_;
+    boost::asio::steady_timer timer_;
+    Report report_;
+    bool background_ = false;
+};
+
+/// The watchdog of one guard acquired asynchronously: renews its lease every lease/3 on
+/// a timer, as the watchdog thread does for the others (after_renewal decides).
+template <LockBackend B>
+class AsyncRenewal : public std::enable_shared_from_this<AsyncRenewal<B>> {
+public:
+    static std::shared_ptr<AsyncRenewal> start(B& backend, std::shared_ptr<LeaseState> state,
+                                               boost::asio::any_io_executor executor) {
+        auto self = std::shared_ptr<AsyncRenewal>(
+            new AsyncRenewal(backend, std::move(state), std::move(executor)));
+        boost::asio::dispatch(self->strand_, [self] {
+            self->wait_until(SteadyClock::now() + self->state_->lease.load() / 3);
+        });
+        return self;
+    }
+
+    /// No renewal is sent after this returns. One already in flight is ignored when it
+    /// comes back: the guard is being released.
+    void stop() {
+        stopped_ = true;
+        boost::asio::dispatch(strand_, [self = this->shared_from_this()] { self->timer_.cancel(); });
+    }
+
+private:
+    AsyncRenewal(B& backend, std::shared_ptr<LeaseState> state, boost::asio::any_io_executor ex)
+        : backend_(backend),
+          state_(std::move(state)),
+          work_(tracked(ex)),
+          strand_(std::move(ex)),
+          timer_(strand_),
+          backoff_(state_->pause_min, state_->pause_max) {}
+
+    void wait_until(SteadyClock::time_point when) {
+        timer_.expires_at(when);
+        timer_.async_wait(boost::asio::bind_executor(
+            strand_, [self = this->shared_from_this()](boost::system::error_code) {
+                if (!self->stopped_) self->renew();
+            }));
+    }
+
+    void renew() {
+        const auto sent = SteadyClock::now();
+        const Millis lease = state_->lease.load();
+        detail::start(backend_, op::extend_locks{state_->keys, state_->owner, lease},
+                      [self = this->shared_from_this(), sent, lease](Result<bool> renewed) mutable {
+                          auto& me = *self;
+                          boost::asio::dispatch(me.strand_, [self = std::move(self), sent, lease,
+                                                             renewed = std::move(renewed)] {
+                              if (self->stopped_) return;
+                              const auto next =
+                                  after_renewal(*self->state_, renewed, sent, lease, self->backoff_);
+                              if (next) self->wait_until(*next);
+                          });
+                      });
+    }
+
+    B& backend_;
+    std::shared_ptr<LeaseState> state_;
+    boost::asio::any_io_executor work_;
+    Strand strand_;
+    boost::asio::steady_timer timer_;
+    Backoff backoff_;
+    std::atomic<bool> stopped_{false};
+};
+
+/// One asynchronous acquisition: Acquisition's answers, with pauses on a timer and the
+/// handler's cancellation slot honoured. `make_guard(state)` builds the guard on success.
+template <LockBackend B, typename Guard, typename MakeGuard, typename Handler>
+class AsyncAcquire
+    : public std::enable_shared_from_this<AsyncAcquire<B, Guard, MakeGuard, Handler>> {
+public:
+    AsyncAcquire(B& backend, Acquisition acquisition, MakeGuard make_guard, Handler handler)
+        : backend_(backend),
+          acquisition_(std::move(acquisition)),
+          make_guard_(std::move(make_guard)),
+          strand_(timer_executor(handler)),
+          timer_(strand_),
+          done_(std::move(handler)) {}
+
+    void start() {
+        auto slot = boost::asio::get_associated_cancellation_slot(done_.handler());
+        if (slot.is_connected()) {
+            std::weak_ptr<AsyncAcquire> weak = this->shared_from_this();
+            slot.assign([weak](boost::asio::cancellation_type type) {
+                if (type == boost::asio::cancellation_type::none) return;
+                if (auto self = weak.lock()) {
+                    boost::asio::dispatch(self->strand_, [self] { self->cancel(); });
+                }
+            });
+        }
+        boost::asio::dispatch(strand_, [self = this->shared_from_this()] { self->send(); });
+    }
+
+private:
+    using Next = Acquisition::Next;
+
+    void send() {
+        in_flight_ = true;
+        const auto sent = SteadyClock::now();
+        detail::start(backend_, acquisition_.request(),
+                      [self = this->shared_from_this(), sent](Result<std::uint64_t> fence) mutable {
+                          auto& me = *self;
+                          boost::asio::dispatch(me.strand_, [self = std::move(self), sent,
+                                                             fence = std::move(fence)]() mutable {
+                              self->on_reply(std::move(fence), sent);
+                          });
+                      });
+    }
+
+    void on_reply(Result<std::uint64_t> fence, SteadyClock::time_point sent) {
+        in_flight_ = false;
+        auto step = acquisition_.on_reply(std::move(fence), sent);
+        if (cancelled_) {
+            // Whatever the answer took goes back at once: a cancelled wait leaves no lock.
+            if (step.next == Next::granted || step.give_back) give_back();
+            return finish(cancelled());
+        }
+        switch (step.next) {
+            case Next::granted: return finish(make_guard_(acquisition_.state(), strand_));
+            case Next::failed:
+                if (step.give_back) {
+                    step.failure->detail += "; whatever it took is being released";
+                    give_back();
+                }
+                return finish(std::move(*step.failure));
+            case Next::send_again: return send();
+            case Next::pause:
+                timer_.expires_after(step.pause);
+                timer_.async_wait(boost::asio::bind_executor(
+                    strand_, [self = this->shared_from_this()](boost::system::error_code) {
+                        if (self->cancelled_) return self->finish(self->cancelled());
+                        self->send();
+                    }));
+                return;
+        }
+    }
+
+    void cancel() {
+        if (finished_ || cancelled_) return;
+        cancelled_ = true;
+        if (!in_flight_) timer_.cancel();  // its handler finishes
+    }
+
+    void give_back() {
+        auto& state = *acquisition_.state();
+        // If anything was taken, its lease ends at the latest a lease from now.
+        state.valid_until = (SteadyClock::now() + state.lease.load()).time_since_epoch().count();
+        AsyncRelease<B>::start(backend_, acquisition_.state(), strand_, nullptr);
+    }
+
+    Failure cancelled() const {
+        return Failure(errc::cancelled,
+                       "the wait for " + acquisition_.state()->describe_keys() +
+                           " was cancelled; no key was left locked",
+                       acquisition_.state()->keys);
+    }
+
+    void finish(Result<Guard> result) {
+        if (finished_) return;
+        finished_ = true;
+        boost::asio::get_associated_cancellation_slot(done_.handler()).clear();
+        done_(std::move(result));
+    }
+
+    B& backend_;
+    Acquisition acquisition_;
+    MakeGuard make_guard_;
+    Strand strand_;
+    boost::asio::steady_timer timer_;
+    Completer<Handler> done_;
+    bool in_flight_ = false;
+    bool cancelled_ = false;
+    bool finished_ = false;
+};
+
+}  // namespace seatlock::detail

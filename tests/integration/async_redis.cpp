@@ -1,0 +1,203 @@
+// tests/integration/async_redis.cpp: the asynchronous API on a real redis-server, where
+// it differs from the blocking one: many calls share one pipelined connection (several
+// per server read), a connection killed under 200 calls in flight ends each of them once
+// and applies none twice, a lock wait is cancelled with its request in flight.
+#include "redis_admin.hpp"
+#include "test_setup.hpp"
+
+#include <seatlock/lock_manager.hpp>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+#include <thread>
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using seatlock::errc;
+using seatlock::Result;
+using seatlock::testing::RedisAdmin;
+using seatlock::testing::RedisServer;
+
+namespace {
+
+long long info_field(RedisAdmin& admin, const std::string& section, const std::string& field) {
+    const std::string info = admin.text({"INFO", section});
+    const auto at = info.find(field + ":");
+    REQUIRE(at != std::string::npos);
+    return std::stoll(info.substr(at + field.size() + 1));
+}
+
+// 300 named seats S-1..S-300 and 10,000 general-admission places.
+seatlock::EventSpec big_event() {
+    std::vector<seatlock::SeatSpec> seats;
+    for (int i = 1; i <= 300; ++i) seats.push_back({"S-" + std::to_string(i), ""});
+    return {"game1",
+            "Game",
+            {seatlock::ZoneSpec::named("named", std::move(seats)),
+             seatlock::ZoneSpec::general_admission("ga", 10000)}};
+}
+
+// A private redis-server, a backend on it and a store selling big_event(), with an
+// admin connection and an io_context for the test's own calls.
+struct BigEventOnRedis {
+    explicit BigEventOnRedis(std::chrono::milliseconds command_timeout = 10s)
+        : backend(seatlock::testing::options_for(server, command_timeout)),
+          store(backend, seatlock::testing::no_limit()),
+          admin(server.port()) {
+        store.create_event(big_event()).value();
+        // Warm the connection so that what a test counts is its own calls.
+        REQUIRE(store.async_seats("game1", std::nullopt, asio::use_future).get());
+    }
+    RedisServer server;
+    seatlock::RedisBackend backend;
+    seatlock::SeatHoldStore<seatlock::RedisBackend> store;
+    RedisAdmin admin;
+    asio::io_context io;
+};
+
+// Runs `io` on this thread until `done` or `limit`.
+template <typename Pred>
+bool run_until(asio::io_context& io, Pred done, std::chrono::milliseconds limit) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (!done() && std::chrono::steady_clock::now() < end) {
+        io.run_for(5ms);
+        if (io.stopped()) io.restart();
+    }
+    return done();
+}
+
+}  // namespace
+
+TEST_CASE("1,000 holds in flight from one thread share the pipeline: several per server read") {
+    BigEventOnRedis redis;
+    auto& [server, backend, store, admin, io] = redis;
+
+    const auto reads_before = info_field(admin, "stats", "total_reads_processed");
+    constexpr int calls = 1000;
+    std::atomic<int> ok{0}, failed{0};
+    for (int i = 0; i < calls; ++i) {
+        store.async_hold("game1", "buyer-" + std::to_string(i), seatlock::quantity("ga", 1),
+                         asio::bind_executor(io, [&](Result<seatlock::Hold> h) { ++(h ? ok : failed); }));
+    }
+    REQUIRE(run_until(io, [&] { return ok + failed == calls; }, 30s));
+    const auto reads = info_field(admin, "stats", "total_reads_processed") - reads_before;
+    CHECK(ok == calls);
+    MESSAGE(calls << " holds in " << reads << " server reads");
+    // The INFO calls themselves are two reads; the holds must average 4 or more per read.
+    CHECK(calls >= 4 * (reads - 2));
+    CHECK(store.seats("game1", std::string("ga")).value().at(0).held == calls);
+}
+
+TEST_CASE("CLIENT KILL with 200 holds in flight: each ends once, none hangs, none applied twice") {
+    BigEventOnRedis redis(3s);
+    auto& [server, backend, store, admin, io] = redis;
+
+    // The server sleeps while the holds are written, so that they are in flight, sent and
+    // unanswered, when their connection is killed.
+    const auto connections_before = info_field(admin, "stats", "total_connections_received");
+    RedisAdmin sleeper(server.port());
+    sleeper.send({"DEBUG", "SLEEP", "0.3"});
+    std::this_thread::sleep_for(30ms);
+    // Queued while the server sleeps, ahead of the holds: run when it wakes, with the holds
+    // read from their socket or still in it.
+    RedisAdmin killer(server.port());
+    killer.send({"CLIENT", "KILL", "TYPE", "normal"});
+    std::this_thread::sleep_for(10ms);
+    constexpr int calls = 200;
+    std::vector<std::optional<Result<seatlock::Hold>>> results(calls);
+    std::atomic<int> completions{0};
+    for (int i = 0; i < calls; ++i) {
+        const std::string seat = "S-" + std::to_string(i + 1);
+        store.async_hold("game1", "buyer-" + std::to_string(i), seatlock::named_seats("named", {seat}),
+                         asio::bind_executor(io, [&, i](Result<seatlock::Hold> h) {
+                             CHECK_FALSE(results[static_cast<std::size_t>(i)].has_value());  // once
+                             results[static_cast<std::size_t>(i)] = std::move(h);
+                             ++completions;
+                         }));
+    }
+    REQUIRE(run_until(io, [&] { return completions == calls; }, 20s));
+    // The pipeline's connection was killed and a new one carried the retries.
+    RedisAdmin after(server.port());  // the kill closed every other admin connection too
+    CHECK(info_field(after, "stats", "total_connections_received") - connections_before >= 4);
+    int held = 0, unknown = 0;
+    for (int i = 0; i < calls; ++i) {
+        const auto& r = *results[static_cast<std::size_t>(i)];
+        if (r) {
+            ++held;
+            CHECK(r->seats == std::vector<std::string>{"S-" + std::to_string(i + 1)});
+        } else {
+            // A lost reply retried with the same token finds its hold; a second
+            // application would be refused as seat_taken: there is none.
+            CHECK_MESSAGE((r.is(errc::outcome_unknown) || r.is(errc::io_error) ||
+                           r.is(errc::connection_failed)),
+                          r.error().message());
+            ++unknown;
+        }
+    }
+    MESSAGE(held << " held, " << unknown << " with unknown or failed outcome");
+    // Every hold answered is held; at most one hold per call.
+    auto zone = store.seats("game1", std::string("named")).value().at(0);
+    CHECK(zone.held >= held);
+    CHECK(zone.held <= calls);
+    for (int i = 0; i < calls; ++i) {
+        if (*results[static_cast<std::size_t>(i)]) {
+            CHECK(zone.seats[static_cast<std::size_t>(i)].state == seatlock::SeatState::held);
+        }
+    }
+    // The connection works again.
+    CHECK(store.async_hold("game1", "late", seatlock::quantity("ga", 1), asio::use_future).get());
+}
+
+TEST_CASE("an async_lock_all cancelled while it waits, or with its request in flight, leaves no lock") {
+    RedisServer server;
+    seatlock::RedisBackend backend(seatlock::testing::options_for(server));
+    seatlock::LockOptions options;
+    options.wait = 10s;
+    seatlock::LockManager locks(backend, options);
+    asio::io_context io;
+    const std::vector<std::string> keys{"game1:A-1", "game1:A-2", "game1:A-3"};
+
+    // Waiting: a key is someone else's.
+    {
+        auto blocker = locks.try_lock("game1:A-2").value();
+        asio::cancellation_signal cancel;
+        std::optional<Result<seatlock::MultiLock<seatlock::RedisBackend>>> result;
+        locks.async_lock_all(keys, asio::bind_cancellation_slot(
+                                       cancel.slot(), asio::bind_executor(io, [&](auto r) {
+                                           result = std::move(r);
+                                       })));
+        run_until(io, [] { return false; }, 150ms);
+        CHECK_FALSE(result);
+        cancel.emit(asio::cancellation_type::terminal);
+        REQUIRE(run_until(io, [&] { return result.has_value(); }, 5s));
+        CHECK(result->is(errc::cancelled));
+        CHECK(blocker.unlock());
+        CHECK(locks.try_lock_all(keys));
+    }
+    // In flight: cancelled right after it was sent; whatever the answer took is released.
+    for (int round = 0; round < 20; ++round) {
+        asio::cancellation_signal cancel;
+        std::optional<Result<seatlock::MultiLock<seatlock::RedisBackend>>> result;
+        locks.async_lock_all(keys, asio::bind_cancellation_slot(
+                                       cancel.slot(), asio::bind_executor(io, [&](auto r) {
+                                           result = std::move(r);
+                                       })));
+        cancel.emit(asio::cancellation_type::terminal);
+        REQUIRE(run_until(io, [&] { return result.has_value(); }, 5s));
+        CHECK(result->is(errc::cancelled));
+        // The release of what it took goes out on the pipeline, after the answer.
+        REQUIRE(run_until(io, [&] { return static_cast<bool>(locks.try_lock_all(keys)); }, 2s));
+    }
+    io.run();  // returns once every release started above has ended
+}

@@ -1,0 +1,112 @@
+// tests/support/redis_cluster.hpp: starts a private Redis Cluster for one test program: 3
+// primaries with one replica each, on free loopback ports, each node in a temporary
+// directory of its own (RedisServer), joined by `redis-cli --cluster create`; waits until
+// every node says cluster_state:ok, and stops them all at the end. Never skips: a missing
+// redis-server or redis-cli is an error that says how to install it.
+#pragma once
+
+#include "support/redis_server.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace seatlock::testing {
+
+class RedisCluster {
+public:
+    static constexpr int primaries = 3;
+
+    RedisCluster() {
+        cli_ = find_cli();
+        for (int i = 0; i < 2 * primaries; ++i) {
+            // The cluster bus port is given explicitly: port + 10000, Redis's default, may
+            // be out of range or taken for the high ports free_port() returns.
+            nodes_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{
+                "--cluster-enabled", "yes", "--cluster-port", std::to_string(RedisServer::free_port()),
+                "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000"}));
+        }
+        std::string create = "--cluster create";
+        for (const auto& node : nodes_) create += " 127.0.0.1:" + std::to_string(node->port());
+        create += " --cluster-replicas 1 --cluster-yes";
+        const auto [status, output] = cli(create);
+        if (status != 0) throw std::runtime_error("redis-cli --cluster create failed:\n" + output);
+        wait_until_ok();
+    }
+    RedisCluster(const RedisCluster&) = delete;
+    RedisCluster& operator=(const RedisCluster&) = delete;
+    ~RedisCluster() = default;  // each RedisServer stops its node and removes its directory
+
+    /// The ports of all six nodes (which are primaries changes with failovers: ask
+    /// CLUSTER SLOTS or CLUSTER NODES).
+    std::vector<int> ports() const {
+        std::vector<int> out;
+        for (const auto& node : nodes_) out.push_back(node->port());
+        return out;
+    }
+    /// redis+cluster://127.0.0.1:<port>,... with every node as a seed.
+    std::string url() const {
+        std::string out = "redis+cluster://";
+        for (const auto& node : nodes_) {
+            if (out.back() != '/') out += ',';
+            out += "127.0.0.1:" + std::to_string(node->port());
+        }
+        return out;
+    }
+
+    /// Runs `redis-cli <args>` (words separated by spaces, no quoting); its exit status
+    /// and what it printed on stdout and stderr.
+    std::pair<int, std::string> cli(const std::string& args) const {
+        const std::string command = cli_ + " " + args + " 2>&1";
+        FILE* pipe = ::popen(command.c_str(), "r");
+        if (!pipe) throw std::runtime_error("cannot run " + command);
+        std::string output;
+        char buffer[4096];
+        for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, n);
+        const int status = ::pclose(pipe);
+        return {status, output};
+    }
+
+private:
+    static std::string find_cli() {
+        for (const char* candidate : {"/usr/bin/redis-cli", "/usr/local/bin/redis-cli"}) {
+            if (::access(candidate, X_OK) == 0) return candidate;
+        }
+        throw std::runtime_error(
+            "redis-cli not found: the Redis Cluster tests need it (Debian: apt-get install "
+            "redis-tools, or run ./dev test as root, which installs it)");
+    }
+
+    // Every node must know all the others and see all slots served before a test starts:
+    // a node that joined late would answer CLUSTERDOWN or MOVED to a stale owner.
+    void wait_until_ok() const {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        std::string last;
+        while (std::chrono::steady_clock::now() < deadline) {
+            bool ok = true;
+            for (const auto& node : nodes_) {
+                last = cli("-p " + std::to_string(node->port()) + " CLUSTER INFO").second;
+                if (last.find("cluster_state:ok") == std::string::npos ||
+                    last.find("cluster_known_nodes:" + std::to_string(2 * primaries)) ==
+                        std::string::npos) {
+                    ok = false;
+                    break;
+                }
+            }
+            if (ok) return;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        throw std::runtime_error("the Redis Cluster did not reach cluster_state:ok in 30 s:\n" +
+                                 last);
+    }
+
+    std::string cli_;
+    std::vector<std::unique_ptr<RedisServer>> nodes_;
+};
+
+}  // namespace seatlock::testing
