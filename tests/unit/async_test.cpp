@@ -20,6 +20,7 @@
 #include <chrono>
 #include <optional>
 #include <thread>
+#include <vector>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -253,4 +254,80 @@ TEST_CASE("async_unlock and async_extend answer as unlock and extend do") {
     CHECK(guard->async_unlock(asio::use_future).get().is(errc::lock_not_owned));
     CHECK(guard->async_extend(5s, asio::use_future).get().is(errc::lock_not_owned));
     CHECK(locks.try_lock("game1:U-1"));
+}
+
+namespace {
+
+// MemoryBackend answering from a thread of its own, as RedisBackend does.
+class OtherThreadBackend : public seatlock::MemoryBackend {
+public:
+    ~OtherThreadBackend() {
+        for (auto& t : threads_) t.join();
+    }
+    template <typename Op>
+    void async_run(const Op& op, seatlock::detail::Completion<typename Op::result_type> done) {
+        threads_.emplace_back([this, op, done = std::move(done)]() mutable {
+            done(op.run(static_cast<seatlock::MemoryBackend&>(*this)));
+        });
+    }
+
+private:
+    std::vector<std::thread> threads_;
+};
+
+// An io_context executor that, asked from another thread to run something, runs it there
+// and only then lets that thread go on, 100 ms later: what a preempted thread does.
+template <typename Inner>
+struct LateExecutor {
+    Inner inner;
+    std::thread::id io_thread;
+
+    template <typename F>
+    void execute(F&& f) const {
+        asio::execution::execute(inner, std::forward<F>(f));
+        if (std::this_thread::get_id() != io_thread) std::this_thread::sleep_for(100ms);
+    }
+    asio::execution_context& query(asio::execution::context_t) const noexcept {
+        return asio::query(inner, asio::execution::context);
+    }
+    static constexpr auto query(asio::execution::blocking_t) noexcept { return asio::execution::blocking.never; }
+    LateExecutor require(asio::execution::blocking_t::never_t) const { return *this; }
+    template <typename P>
+        requires asio::can_prefer<const Inner&, P>::value
+    auto prefer(P p) const {
+        using Next = std::decay_t<decltype(asio::prefer(inner, p))>;
+        return LateExecutor<Next>{asio::prefer(inner, p), io_thread};
+    }
+    friend bool operator==(const LateExecutor& a, const LateExecutor& b) noexcept {
+        return a.inner == b.inner;
+    }
+    friend bool operator!=(const LateExecutor& a, const LateExecutor& b) noexcept { return !(a == b); }
+};
+
+}  // namespace
+
+TEST_CASE("a call answered on another thread keeps the caller's io_context alive until it lets go") {
+    // The backend's thread hands the answer to the caller's executor and is then slow to
+    // return. Meanwhile the caller gets its answer and destroys its io_context: nothing
+    // the backend's thread still holds may refer to it (ASan would see it in the
+    // sanitizer builds).
+    OtherThreadBackend backend;
+    seatlock::LockManager locks(backend);
+    for (int round = 0; round < 3; ++round) {
+        auto io = std::make_unique<asio::io_context>();
+        auto work = std::make_optional(asio::make_work_guard(*io));
+        std::thread runner([&io] { io->run(); });
+        LateExecutor<asio::io_context::executor_type> late{io->get_executor(), runner.get_id()};
+        {
+            auto guard = locks.async_try_lock_all({"game1:L-1", "game1:L-2"},
+                                                  asio::bind_executor(late, asio::use_future))
+                             .get();
+            REQUIRE(guard);
+            CHECK(guard->async_unlock(asio::bind_executor(late, asio::use_future)).get());
+        }
+        work.reset();
+        runner.join();
+        io.reset();
+    }
+    CHECK(locks.try_lock_all({"game1:L-1", "game1:L-2"}));
 }

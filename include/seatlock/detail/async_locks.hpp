@@ -34,6 +34,10 @@
 
 namespace seatlock::detail {
 
+/// The strand each asynchronous lock step runs on. It is made from a tracked executor
+/// (see tracked()): a backend's thread that hands a reply to the strand holds a copy of
+/// it until its dispatch returns, and the caller's io_context must not run out of work,
+/// and be destroyed, before that copy is gone.
 using Strand = boost::asio::strand<boost::asio::any_io_executor>;
 
 /// The executor a handler's timers run on: its associated executor.
@@ -72,8 +76,7 @@ private:
         : backend_(backend),
           attempts_(state),
           inline_until_(SteadyClock::now() + state->retry_inline),
-          work_(tracked(ex)),
-          strand_(std::move(ex)),
+          strand_(tracked(ex)),
           timer_(strand_),
           report_(std::move(report)) {}
 
@@ -131,7 +134,6 @@ private:
     B& backend_;
     ReleaseAttempts attempts_;
     SteadyClock::time_point inline_until_;
-    boost::asio::any_io_executor work_;
     Strand strand_;
     boost::asio::steady_timer timer_;
     Report report_;
@@ -164,8 +166,7 @@ private:
     AsyncRenewal(B& backend, std::shared_ptr<LeaseState> state, boost::asio::any_io_executor ex)
         : backend_(backend),
           state_(std::move(state)),
-          work_(tracked(ex)),
-          strand_(std::move(ex)),
+          strand_(tracked(ex)),
           timer_(strand_),
           backoff_(state_->pause_min, state_->pause_max) {}
 
@@ -195,7 +196,6 @@ private:
 
     B& backend_;
     std::shared_ptr<LeaseState> state_;
-    boost::asio::any_io_executor work_;
     Strand strand_;
     boost::asio::steady_timer timer_;
     Backoff backoff_;
@@ -212,7 +212,7 @@ public:
         : backend_(backend),
           acquisition_(std::move(acquisition)),
           make_guard_(std::move(make_guard)),
-          strand_(timer_executor(handler)),
+          strand_(tracked(timer_executor(handler))),
           timer_(strand_),
           done_(std::move(handler)) {}
 
@@ -255,7 +255,10 @@ private:
             return finish(cancelled());
         }
         switch (step.next) {
-            case Next::granted: return finish(make_guard_(acquisition_.state(), strand_));
+            case Next::granted:
+                // The guard's copy does not keep the caller's io_context busy while it lives.
+                return finish(make_guard_(acquisition_.state(),
+                                          boost::asio::prefer(strand_, boost::asio::execution::outstanding_work.untracked)));
             case Next::failed:
                 if (step.give_back) {
                     step.failure->detail += "; whatever it took is being released";
