@@ -51,6 +51,8 @@ usage: seatlock-ticketing [flags]
 
   --backend memory|redis  where seats are held (default memory: one process only)
   --redis-url URL         redis://[user:password@]host:port[/db] (default redis://127.0.0.1:6379)
+                          or, on a Redis Cluster, redis+cluster://[user:password@]host:port,...
+                          (seed nodes; the others are learnt from them)
   --db PATH               SQLite file for orders and pending reservations
                           (default seatlock-ticketing.db in the working directory;
                           :memory: keeps nothing)
@@ -81,7 +83,9 @@ std::variant<ServerOptions, EarlyExit> parse_options(const std::vector<std::stri
          }},
         {"--redis-url",
          [&](std::string_view v) -> std::optional<std::string> {
-             if (!v.starts_with("redis://")) return "expects a redis:// URL";
+             // The backend reads the rest, and says what is wrong with it at start-up.
+             if (!v.starts_with("redis://") && !v.starts_with("redis+cluster://"))
+                 return "expects a redis:// or redis+cluster:// URL";
              options.redis_url = std::string(v);
              return std::nullopt;
          }},

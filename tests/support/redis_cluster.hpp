@@ -2,12 +2,15 @@
 // primaries with one replica each, on free loopback ports, each node in a temporary
 // directory of its own (RedisServer), joined by `redis-cli --cluster create`; waits until
 // every node says cluster_state:ok, and stops them all at the end. Never skips: a missing
-// redis-server or redis-cli is an error that says how to install it.
+// redis-server or redis-cli is an error that says how to install it. A failover test asks
+// for a short cluster-node-timeout (how long a silent node takes to be declared failed)
+// and kills a node with kill().
 #pragma once
 
 #include "support/redis_server.hpp"
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <stdexcept>
@@ -22,14 +25,17 @@ class RedisCluster {
 public:
     static constexpr int primaries = 3;
 
-    RedisCluster() {
+    /// `node_timeout`: the nodes' cluster-node-timeout.
+    explicit RedisCluster(std::chrono::milliseconds node_timeout = std::chrono::milliseconds(2000)) {
         cli_ = find_cli();
         for (int i = 0; i < 2 * primaries; ++i) {
             // The cluster bus port is given explicitly: port + 10000, Redis's default, may
-            // be out of range or taken for the high ports free_port() returns.
+            // be out of range or taken for the high ports free_port() returns. A replica
+            // synchronises at once, not after the default 5 s wait for more replicas.
             nodes_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{
                 "--cluster-enabled", "yes", "--cluster-port", std::to_string(RedisServer::free_port()),
-                "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000"}));
+                "--cluster-config-file", "nodes.conf", "--cluster-node-timeout",
+                std::to_string(node_timeout.count()), "--repl-diskless-sync-delay", "0"}));
         }
         std::string create = "--cluster create";
         for (const auto& node : nodes_) create += " 127.0.0.1:" + std::to_string(node->port());
@@ -57,6 +63,20 @@ public:
             out += "127.0.0.1:" + std::to_string(node->port());
         }
         return out;
+    }
+
+    /// SIGKILL of the node on `port`: no goodbye to its clients or to the cluster. The
+    /// node stays down (its RedisServer reaps the process at the end).
+    void kill(int port) const {
+        // RedisServer keeps its process id to itself; the node tells its own.
+        const std::string info = cli("-p " + std::to_string(port) + " INFO server").second;
+        const std::string field = "process_id:";
+        const auto at = info.find(field);
+        if (at == std::string::npos)
+            throw std::runtime_error("INFO server on port " + std::to_string(port) +
+                                     " has no process_id:\n" + info);
+        if (::kill(static_cast<pid_t>(std::stol(info.substr(at + field.size()))), SIGKILL) != 0)
+            throw std::runtime_error("cannot SIGKILL the node on port " + std::to_string(port));
     }
 
     /// Runs `redis-cli <args>` (words separated by spaces, no quoting); its exit status
