@@ -14,6 +14,7 @@
 #include "cluster.hpp"
 #include "connection_pool.hpp"
 #include "pipeline.hpp"
+#include "sentinel.hpp"
 #include "seatlock_redis_scripts.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -190,6 +191,8 @@ struct RedisBackend::Impl {
     explicit Impl(RedisOptions o) : options(std::move(o)), keys(options.prefix), pool(options) {
         if (!options.cluster_nodes.empty())
             cluster = std::make_unique<redis_detail::ClusterRouter>(options);
+        if (!options.sentinels.empty())
+            sentinel = std::make_unique<redis_detail::SentinelRouter>(options);
     }
 
     ~Impl() {
@@ -215,6 +218,7 @@ struct RedisBackend::Impl {
     redis_detail::KeyLayout keys;
     redis_detail::ConnectionPool pool;  // one server (unused on a cluster)
     std::unique_ptr<redis_detail::ClusterRouter> cluster;  // set on a Redis Cluster
+    std::unique_ptr<redis_detail::SentinelRouter> sentinel;  // set behind Redis Sentinel
 
     // The asynchronous path: pipelined connections on an I/O thread of the backend's own,
     // started by the first asynchronous call. Callers' handlers run on their own
@@ -232,7 +236,7 @@ struct RedisBackend::Impl {
 
     void start_io() {
         std::call_once(started, [this] {
-            if (!cluster) {
+            if (!cluster && !sentinel) {
                 for (std::size_t i = 0; i < options.async_connections; ++i) {
                     pipelines.push_back(
                         std::make_unique<redis_detail::Pipeline>(io.get_executor(), options));
@@ -243,9 +247,38 @@ struct RedisBackend::Impl {
         });
     }
 
-    redis_detail::Pipeline& pipeline() {
+    // The pipeline the next call goes on. Behind Sentinel: the primary's (found first when
+    // needed, on the caller's thread: never on the I/O thread, which only takes the one
+    // known), and `done` learns to have the primary found again when its answer is a sign
+    // of a failover. Null when there is none: `done` was then told why.
+    redis_detail::Pipeline* pipeline(redis_detail::Pipeline::Callback& done) {
         start_io();
-        return *pipelines[next_pipeline.fetch_add(1, std::memory_order_relaxed) % pipelines.size()];
+        if (!sentinel) {
+            return pipelines[next_pipeline.fetch_add(1, std::memory_order_relaxed) % pipelines.size()]
+                .get();
+        }
+        using Primary = redis_detail::SentinelRouter::Primary;
+        Result<Primary> primary = Failure(errc::connection_failed, "no Redis primary known yet");
+        if (!io.get_executor().running_in_this_thread()) {
+            primary = sentinel->primary();
+        } else if (auto known = sentinel->known()) {
+            primary = std::move(*known);
+        }
+        if (!primary) {
+            done(std::move(primary).error());
+            return nullptr;
+        }
+        auto p = pipeline_at(primary->host, primary->port);
+        if (!p) {
+            done(Failure(errc::io_error, "the backend was closed before the call was sent"));
+            return nullptr;
+        }
+        done = [router = sentinel.get(), generation = primary->generation,
+                done = std::move(done)](Result<ReplyPtr> reply) {
+            if (redis_detail::SentinelRouter::signals_failover(reply)) router->suspect(generation);
+            done(std::move(reply));
+        };
+        return p.get();  // kept in primary_pipelines until the backend is destroyed
     }
 
     // The pipeline to a cluster node; null once the backend is being destroyed.
@@ -369,6 +402,10 @@ struct RedisBackend::Impl {
             if (!slot) return std::move(slot).error();
             return cluster->run(*slot, what, attempt);
         }
+        if (sentinel) {
+            return sentinel->run(
+                what, [&](redis_detail::ConnectionPool::Lease& lease) { return attempt(lease, false); });
+        }
         auto lease = pool.lease();
         if (!lease) return std::move(lease).error();
         return attempt(*lease, false);
@@ -425,7 +462,9 @@ struct RedisBackend::Impl {
                          },
                          std::move(done));
         }
-        pipeline().fcall(script, std::move(call.keys), std::move(call.args), std::move(done));
+        if (auto* p = pipeline(done)) {
+            p->fcall(script, std::move(call.keys), std::move(call.args), std::move(done));
+        }
     }
     template <typename T>
     void start(Result<Call<T>> call, detail::Completion<T> done) {
@@ -461,7 +500,7 @@ struct RedisBackend::Impl {
                          },
                          std::move(done));
         }
-        pipeline().exec(std::move(argv), std::move(done));
+        if (auto* p = pipeline(done)) p->exec(std::move(argv), std::move(done));
     }
 
     // ------------------------------------------------------------------------------
@@ -718,6 +757,18 @@ Result<void> check_options(const RedisOptions& o) {
         if (node.port <= 0 || node.port > 65535) return bad("cluster node ports must be 1 to 65535");
     }
     if (!o.cluster_nodes.empty() && o.db != 0) return bad("a Redis Cluster has only db 0");
+    for (const auto& node : o.sentinels) {
+        if (node.host.empty()) return bad("a sentinel's host is empty");
+        if (node.port <= 0 || node.port > 65535) return bad("sentinel ports must be 1 to 65535");
+    }
+    if (!o.sentinels.empty()) {
+        if (!o.cluster_nodes.empty()) return bad("cluster_nodes and sentinels exclude each other");
+        const bool word = std::all_of(o.sentinel_service.begin(), o.sentinel_service.end(),
+                                      [](char c) { return c > ' ' && c != '\x7f'; });
+        if (o.sentinel_service.empty() || !word)
+            return bad("sentinel_service must name the service, without spaces");
+        if (o.discovery_timeout <= Millis(0)) return bad("discovery_timeout must be positive");
+    }
     if (o.connect_timeout <= Millis(0) || o.command_timeout <= Millis(0)) {
         return bad("connect_timeout and command_timeout must be positive");
     }

@@ -1,5 +1,6 @@
-// src/redis/redis_options.cpp: RedisOptions::from_url, for redis://[user:password@]host:port[/db]
-// and redis+cluster://[user:password@]host:port[,host:port...].
+// src/redis/redis_options.cpp: RedisOptions::from_url, for redis://[user:password@]host:port[/db],
+// redis+cluster://[user:password@]host:port[,host:port...] and
+// redis+sentinel://[user:password@]host[:port][,host[:port]...]/service[/db].
 #include <seatlock/backends/redis.hpp>
 
 #include <charconv>
@@ -21,8 +22,9 @@ Failure bad_url(std::string_view url, const std::string& why) {
                                   : scheme + "***@" + std::string(url.substr(at + 1, 80));
     return Failure(errc::invalid_argument,
                    "bad Redis URL '" + shown + "': " + why +
-                       " (expected redis://[user:password@]host:port[/db] or "
-                       "redis+cluster://[user:password@]host:port[,host:port...])");
+                       " (expected redis://[user:password@]host:port[/db], "
+                       "redis+cluster://[user:password@]host:port[,host:port...] or "
+                       "redis+sentinel://[user:password@]host:port[,host:port...]/service[/db])");
 }
 
 // A non-negative decimal number no larger than `max`; nullopt otherwise.
@@ -91,11 +93,15 @@ std::optional<std::string> parse_node(std::string_view authority, RedisNode& nod
 Result<RedisOptions> RedisOptions::from_url(std::string_view url) {
     constexpr std::string_view scheme = "redis://";
     constexpr std::string_view cluster_scheme = "redis+cluster://";
+    constexpr std::string_view sentinel_scheme = "redis+sentinel://";
     const bool cluster = url.substr(0, cluster_scheme.size()) == cluster_scheme;
-    if (!cluster && url.substr(0, scheme.size()) != scheme) {
-        return bad_url(url, "it must start with redis:// or redis+cluster://");
+    const bool sentinel = url.substr(0, sentinel_scheme.size()) == sentinel_scheme;
+    if (!cluster && !sentinel && url.substr(0, scheme.size()) != scheme) {
+        return bad_url(url, "it must start with redis://, redis+cluster:// or redis+sentinel://");
     }
-    std::string_view rest = url.substr(cluster ? cluster_scheme.size() : scheme.size());
+    std::string_view rest = url.substr(cluster    ? cluster_scheme.size()
+                                       : sentinel ? sentinel_scheme.size()
+                                                  : scheme.size());
     if (rest.find_first_of("?#") != std::string_view::npos) {
         return bad_url(url, "query strings and fragments are not supported");
     }
@@ -137,12 +143,33 @@ Result<RedisOptions> RedisOptions::from_url(std::string_view url) {
         return options;
     }
 
-    RedisNode node{options.host, options.port};
-    if (auto why = parse_node(authority, node)) return bad_url(url, *why);
-    options.host = std::move(node.host);
-    options.port = node.port;
-    if (!path.empty()) {
-        const auto db = number(path, std::numeric_limits<int>::max());
+    std::string_view db_text = path;
+    if (sentinel) {
+        // Sentinels, comma-separated, then the service they monitor, as redis-py's
+        // redis+sentinel:// URLs (Redis-Sentinel-Url) write them.
+        while (true) {
+            const auto comma = authority.find(',');
+            RedisNode node{"", 26379};  // Sentinel's own default port
+            if (auto why = parse_node(authority.substr(0, comma), node)) return bad_url(url, *why);
+            options.sentinels.push_back(std::move(node));
+            if (comma == std::string_view::npos) break;
+            authority = authority.substr(comma + 1);
+        }
+        const auto service_end = path.find('/');
+        options.sentinel_service = std::string(path.substr(0, service_end));
+        if (options.sentinel_service.empty()) {
+            return bad_url(url, "the name of the service the sentinels monitor must follow them "
+                                "(host:port,.../service)");
+        }
+        db_text = service_end == std::string_view::npos ? "" : path.substr(service_end + 1);
+    } else {
+        RedisNode node{options.host, options.port};
+        if (auto why = parse_node(authority, node)) return bad_url(url, *why);
+        options.host = std::move(node.host);
+        options.port = node.port;
+    }
+    if (!db_text.empty()) {
+        const auto db = number(db_text, std::numeric_limits<int>::max());
         if (!db) return bad_url(url, "the database must be a number after the last /");
         options.db = static_cast<int>(*db);
     }

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <netinet/in.h>
 #include <stdexcept>
 #include <string>
@@ -23,11 +24,18 @@ namespace seatlock::testing {
 class RedisServer {
 public:
     /// Starts redis-server with `extra` arguments appended (e.g. {"--requirepass", "s3cret"}).
-    explicit RedisServer(std::vector<std::string> extra = {}) : extra_(std::move(extra)) {
+    /// A `config` that is not empty is written to redis.conf in the server's directory and
+    /// named first (a sentinel, {"--sentinel"}, needs a configuration file it can rewrite).
+    explicit RedisServer(std::vector<std::string> extra = {}, const std::string& config = {})
+        : extra_(std::move(extra)) {
         binary_ = find_binary();
         char pattern[] = "/tmp/seatlock-redis-XXXXXX";
         if (!::mkdtemp(pattern)) throw std::runtime_error("mkdtemp failed");
         dir_ = pattern;
+        if (!config.empty()) {
+            config_file_ = dir_ + "/redis.conf";
+            std::ofstream(config_file_) << config;
+        }
         start(free_port());
     }
     ~RedisServer() {
@@ -111,6 +119,7 @@ private:
                                          "--daemonize", "no", "--loglevel", "warning",
                                          "--logfile", dir_ + "/redis.log"};
         args.insert(args.end(), extra_.begin(), extra_.end());
+        if (!config_file_.empty()) args.insert(args.begin() + 1, config_file_);
         // Everything the child needs is built before fork(): allocating in the child of a
         // multithreaded process can deadlock.
         std::vector<char*> argv;
@@ -139,6 +148,7 @@ private:
     std::vector<std::string> extra_;
     std::string binary_;
     std::string dir_;
+    std::string config_file_;  // empty: none
     int port_ = 0;
     pid_t pid_ = -1;
 };

@@ -13,7 +13,9 @@
 // Cluster slot; docs/redis.md's "Key layout" describes them. On a cluster
 // (RedisOptions::cluster_nodes, or a redis+cluster:// URL) each call, blocking or
 // asynchronous, goes to the primary of its slot, following MOVED and ASK; docs/redis.md,
-// "Redis Cluster".
+// "Redis Cluster". Behind Redis Sentinel (RedisOptions::sentinels, or a redis+sentinel://
+// URL) calls go to the primary the sentinels name, found again after a failover;
+// docs/redis.md, "Redis Sentinel".
 //
 // Errors of the transport are distinct errc values: connection_failed (could not
 // connect), timeout (no answer before the command was fully sent: not applied), io_error
@@ -59,6 +61,17 @@ struct RedisOptions {
     /// from these seed nodes (any of its nodes; host and port are then not used). Both API
     /// paths route on it; async_connections is then not used (one per primary).
     std::vector<RedisNode> cluster_nodes;
+    /// Empty: no Sentinel. Otherwise the sentinels of a Redis Sentinel setup (any number of
+    /// them; host and port are then not used): calls go to the primary of
+    /// `sentinel_service` they name and ROLE confirms, found again after a failover (a
+    /// connection lost, READONLY, a timeout). docs/redis.md, "Redis Sentinel".
+    std::vector<RedisNode> sentinels;
+    std::string sentinel_service;   ///< the name the sentinels monitor the primary under
+    std::string sentinel_user;      ///< ACL user of the sentinels; empty: the default user
+    std::string sentinel_password;  ///< the sentinels' own password; empty: no AUTH to them
+    /// Sentinel only: how long finding a primary may take (the sentinels asked in turn, again
+    /// every 100 ms while a failover is under way) before the call fails, connection_failed.
+    Millis discovery_timeout{5000};
     std::string user;      ///< ACL user; empty for the default user (AUTH password)
     std::string password;  ///< empty: no AUTH
     int db = 0;            ///< SELECTed on every new connection when not 0
@@ -75,12 +88,15 @@ struct RedisOptions {
     /// empty ("redis://:password@host:port"); user and password may be percent-encoded.
     /// redis+cluster://[user:password@]host:port[,host:port...]: a Redis Cluster and its
     /// seed nodes (no /db: a cluster has only database 0).
+    /// redis+sentinel://[user:password@]host[:port][,host[:port]...]/service[/db]: the
+    /// sentinels (port 26379 by default) of the primary named `service`; user and password
+    /// are the Redis servers' (the sentinels' own are sentinel_user and sentinel_password).
     /// invalid_argument, naming what is wrong (never the password), for anything else.
     static Result<RedisOptions> from_url(std::string_view url);
 };
 
-/// The Redis backend: a Backend over one Redis server or a Redis Cluster. Non-copyable,
-/// thread-safe.
+/// The Redis backend: a Backend over one Redis server, a Redis Cluster, or the primary of
+/// a Redis Sentinel service. Non-copyable, thread-safe.
 class RedisBackend {
 public:
     /// Never connects here, so it does not throw when the server is down; throws
