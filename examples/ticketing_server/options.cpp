@@ -53,6 +53,9 @@ usage: seatlock-ticketing [flags]
   --redis-url URL         redis://[user:password@]host:port[/db] (default redis://127.0.0.1:6379)
                           or, on a Redis Cluster, redis+cluster://[user:password@]host:port,...
                           (seed nodes; the others are learnt from them)
+                          or, behind Redis Sentinel,
+                          redis+sentinel://[user:password@]host:port,.../service[/db]
+                          (the sentinels and the name they monitor the primary under)
   --db PATH               SQLite file for orders and pending reservations
                           (default seatlock-ticketing.db in the working directory;
                           :memory: keeps nothing)
@@ -84,8 +87,9 @@ std::variant<ServerOptions, EarlyExit> parse_options(const std::vector<std::stri
         {"--redis-url",
          [&](std::string_view v) -> std::optional<std::string> {
              // The backend reads the rest, and says what is wrong with it at start-up.
-             if (!v.starts_with("redis://") && !v.starts_with("redis+cluster://"))
-                 return "expects a redis:// or redis+cluster:// URL";
+             if (!v.starts_with("redis://") && !v.starts_with("redis+cluster://") &&
+                 !v.starts_with("redis+sentinel://"))
+                 return "expects a redis://, redis+cluster:// or redis+sentinel:// URL";
              options.redis_url = std::string(v);
              return std::nullopt;
          }},
