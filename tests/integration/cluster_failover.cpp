@@ -383,6 +383,7 @@ TEST_CASE("a killed primary's replica takes over: both APIs resume there within 
     // Calls go on there, on both paths.
     CHECK(callers.wait_for_cycles(30));
     callers.stop();
+    CHECK(callers.retried() > 0);  // the callers did meet the dead primary
     check_after_failover(callers, replica, slot);
 }
 
