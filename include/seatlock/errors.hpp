@@ -53,6 +53,11 @@ enum class errc {
     // Asynchronous calls.
     cancelled,  // the caller cancelled the call (an Asio cancellation slot) before it ended;
                 // a cancelled lock wait leaves no lock behind
+    // Replica-acknowledged writes (RedisOptions::replicas_to_ack).
+    not_replicated,  // the write WAS applied on the Redis primary, but fewer replicas than
+                     // asked acknowledged it in time (Failure::limit asked, ::current
+                     // acknowledged): it may be lost if the primary fails now. Not undone;
+                     // retrying is safe but proves nothing (docs/redis.md)
 };
 
 /// The category of seatlock::errc; its name is "seatlock".
@@ -93,6 +98,7 @@ constexpr const char* to_string(errc e) noexcept {
         case errc::outcome_unknown: return "outcome_unknown";
         case errc::storage_lost: return "storage_lost";
         case errc::cancelled: return "cancelled";
+        case errc::not_replicated: return "not_replicated";
     }
     return "unknown_error";
 }
@@ -108,6 +114,7 @@ inline constexpr errc all_errcs[] = {
     errc::connection_failed, errc::timeout,          errc::io_error,
     errc::auth_failed,      errc::protocol_error,    errc::script_error,
     errc::outcome_unknown,  errc::storage_lost,      errc::cancelled,
+    errc::not_replicated,
 };
 
 namespace detail {
@@ -136,7 +143,8 @@ enum class condition {
     forbidden,            ///< not_owner: someone else's hold or order
     busy,                 ///< a lock is someone else's: lock_busy, lock_timeout, lock_not_owned
     storage_unavailable,  ///< the storage could not do it: connection_failed, timeout, io_error,
-                          ///< auth_failed, protocol_error, script_error, outcome_unknown, storage_lost
+                          ///< auth_failed, protocol_error, script_error, outcome_unknown,
+                          ///< storage_lost; and not_replicated (done, but not as durably as asked)
     retry_safe,           ///< the same call again is safe and may succeed: busy, connection_failed,
                           ///< timeout, io_error, outcome_unknown, storage_lost
 };
@@ -173,6 +181,9 @@ constexpr bool in_group(errc e, condition c) noexcept {
         case errc::outcome_unknown:
         case errc::storage_lost: storage = retry = true; break;
         case errc::cancelled: break;  // the caller's own choice: no group says more
+        // Applied, so not retry_safe in the sense of "try again to get it done": a retry
+        // answers the stored result, and its WAIT may not cover this write.
+        case errc::not_replicated: storage = true; break;
     }
     switch (c) {
         case condition::bad_input: return bad_input;

@@ -185,6 +185,90 @@ Done<T> shared(detail::Completion<T> done) {
     return std::make_shared<detail::Completion<T>>(std::move(done));
 }
 
+// Replica-acknowledged writes (RedisOptions::replicas_to_ack): the scripts whose success a
+// caller acts on, each followed by WAIT. Reads, the expiry sweep and its acknowledgements
+// are not: losing them in a failover loses nothing a caller was told.
+bool waits_for_replicas(const Script& script) {
+    for (const Script* s : {&redis_scripts::hold, &redis_scripts::confirm, &redis_scripts::release,
+                            &redis_scripts::extend, &redis_scripts::cancel,
+                            &redis_scripts::restore_order, &redis_scripts::event_create,
+                            &redis_scripts::event_show, &redis_scripts::lock_acquire,
+                            &redis_scripts::lock_release, &redis_scripts::lock_extend,
+                            &redis_scripts::lock_fence}) {
+        if (s == &script) return true;
+    }
+    return false;
+}
+
+// Whether `reply` is a script's success, {1, ...}: a refusal changed nothing worth a WAIT.
+bool applied(const Result<ReplyPtr>& reply) {
+    if (!reply) return false;
+    const redisReply& r = **reply;
+    return r.type == REDIS_REPLY_ARRAY && r.elements > 0 &&
+           r.element[0]->type == REDIS_REPLY_INTEGER && r.element[0]->integer == 1;
+}
+
+// What WAIT said after one applied write.
+struct Acks {
+    bool asked = false;
+    long long count = 0;  // replicas that acknowledged
+    std::string trouble;  // why WAIT gave no count (no reply, or an error reply)
+
+    void read(const Result<ReplyPtr>& reply) {
+        asked = true;
+        if (!reply) {
+            trouble = reply.error().message();
+        } else if ((*reply)->type == REDIS_REPLY_INTEGER) {
+            count = (*reply)->integer;
+        } else if ((*reply)->type == REDIS_REPLY_ERROR) {
+            trouble = "Redis answered " + std::string((*reply)->str, (*reply)->len);
+        } else {
+            trouble = "Redis answered WAIT with something else than a number";
+        }
+    }
+};
+
+// What the applied write was, for the not_replicated failure: the caller learns what it
+// holds or owns even though the call failed.
+void describe(const Hold& h, Failure& f) {
+    f.detail += " (hold " + h.token + " of " + detail::join(h.seats) + " in zone " + h.zone + ")";
+    f.items = h.seats;
+}
+void describe(const Order& o, Failure& f) {
+    f.detail += std::string(" (order ") + o.id + (o.cancelled ? ", cancelled," : "") + " of " +
+                detail::join(o.seats) + " in zone " + o.zone + ")";
+    f.items = o.seats;
+}
+void describe(std::uint64_t fencing_token, Failure& f) {
+    f.detail += " (fencing token " + std::to_string(fencing_token) + ")";
+}
+template <typename T>
+void describe(const T&, Failure&) {}
+
+// `result` as the caller gets it: unchanged unless its write was applied and fewer than
+// `wanted` replicas acknowledged it in time; then not_replicated, which says so.
+template <typename T>
+Result<T> replicated(Result<T> result, const Acks& acks, int wanted, Millis timeout,
+                     std::string_view what) {
+    if (!result || !acks.asked || (acks.trouble.empty() && acks.count >= wanted)) return result;
+    Failure f(errc::not_replicated, std::string(what));
+    if constexpr (!std::is_void_v<T>) describe(*result, f);
+    f.detail += " was applied on the Redis primary, but ";
+    f.detail += acks.trouble.empty()
+                    ? std::to_string(acks.count) + " of " + std::to_string(wanted) +
+                          " replicas acknowledged it within " + std::to_string(timeout.count()) +
+                          " ms"
+                    : "whether " + std::to_string(wanted) +
+                          " replicas have it is unknown (WAIT: " + acks.trouble + ")";
+    f.detail +=
+        ": it may be lost if the primary fails before its replicas catch up. It is not undone: "
+        "treat it as done, keep your own record of it to restore after a failover, and check "
+        "the replicas; sending the call again is safe but does not prove replication";
+    f.limit = wanted;
+    f.current = acks.trouble.empty() ? acks.count : -1;
+    return f;
+}
+
 }  // namespace
 
 struct RedisBackend::Impl {
@@ -411,26 +495,42 @@ struct RedisBackend::Impl {
         return attempt(*lease, false);
     }
 
-    // Runs one operation: FCALL of its library function (loaded when missing).
+    // WAIT's arguments, when `script`'s writes wait for replicas; empty otherwise.
+    std::vector<std::string> wait_argv(const Script& script) const {
+        if (options.replicas_to_ack <= 0 || !waits_for_replicas(script)) return {};
+        return {"WAIT", std::to_string(options.replicas_to_ack),
+                std::to_string(options.replica_ack_timeout.count())};
+    }
+
+    // Runs one operation: FCALL of its library function (loaded when missing); then, when
+    // it applied a write that waits for replicas, WAIT on the same connection into `acks`.
     Result<ReplyPtr> run(const Script& script, const std::vector<std::string>& keys_,
-                         const std::vector<std::string>& args) {
+                         const std::vector<std::string>& args, Acks& acks) {
         const std::string key_count = std::to_string(keys_.size());
         std::vector<std::string_view> argv{"FCALL", script.function, key_count};
         argv.reserve(3 + keys_.size() + args.size());
         for (const auto& k : keys_) argv.emplace_back(k);
         for (const auto& a : args) argv.emplace_back(a);
+        const std::vector<std::string> wait = wait_argv(script);
+        const std::vector<std::string_view> wait_view(wait.begin(), wait.end());
         const std::string what = "Redis script " + std::string(script.name);
         auto reply = dispatch(keys_, what, [&](redis_detail::ConnectionPool::Lease& lease,
-                                               bool asking) { return fcall(lease, argv, asking); });
+                                               bool asking) {
+            auto r = fcall(lease, argv, asking);
+            if (!wait.empty() && applied(r)) acks.read(lease.command(wait_view));
+            return r;
+        });
         return mapped(std::move(reply), what);
     }
 
     // A Call, the blocking way.
     template <typename T>
     Result<T> perform(const Call<T>& call) {
-        auto reply = run(*call.script, call.keys, call.args);
+        Acks acks;
+        auto reply = run(*call.script, call.keys, call.args, acks);
         if (!reply) return std::move(reply).error();
-        return call.read(reply->get());
+        return replicated(call.read(reply->get()), acks, options.replicas_to_ack,
+                          options.replica_ack_timeout, call.script->name);
     }
     template <typename T>
     Result<T> perform(Result<Call<T>> call) {
@@ -444,27 +544,49 @@ struct RedisBackend::Impl {
     void start(Call<T> call, Then then) {
         const Script& script = *call.script;
         auto read = std::move(call.read);
+        auto acks = std::make_shared<Acks>();
         redis_detail::Pipeline::Callback done =
-            [name = script.name, read = std::move(read),
+            [name = script.name, read = std::move(read), acks, wanted = options.replicas_to_ack,
+             timeout = options.replica_ack_timeout,
              then = std::make_shared<Then>(std::move(then))](Result<ReplyPtr> reply) {
                 auto r = mapped(std::move(reply), "Redis script " + std::string(name));
                 if (!r) return (*then)(Result<T>(std::move(r).error()));
-                (*then)(read(r->get()));
+                (*then)(replicated(read(r->get()), *acks, wanted, timeout, name));
             };
+        auto wait = std::make_shared<const std::vector<std::string>>(wait_argv(script));
         if (cluster) {
             // The keys are read for the slot before they move into the sender.
             auto keys_ = std::make_shared<std::vector<std::string>>(std::move(call.keys));
             auto args = std::make_shared<std::vector<std::string>>(std::move(call.args));
             return route(*keys_, "Redis script " + std::string(script.name),
-                         [&script, keys_, args](redis_detail::Pipeline& p, bool asking,
-                                                redis_detail::Pipeline::Callback cb) {
-                             p.fcall(script, *keys_, *args, std::move(cb), asking);
+                         [&script, keys_, args, wait, acks](redis_detail::Pipeline& p, bool asking,
+                                                             redis_detail::Pipeline::Callback cb) {
+                             p.fcall(script, *keys_, *args, then_wait(p, wait, acks, std::move(cb)),
+                                     asking);
                          },
                          std::move(done));
         }
-        if (auto* p = pipeline(done)) {
-            p->fcall(script, std::move(call.keys), std::move(call.args), std::move(done));
-        }
+        auto* target = pipeline(done);
+        if (!target) return;  // done was told why
+        auto& p = *target;
+        p.fcall(script, std::move(call.keys), std::move(call.args),
+                then_wait(p, wait, acks, std::move(done)));
+    }
+
+    // `done`, called after WAIT on `p` (the write's own connection) when the reply is an
+    // applied write and `wait` is not empty; WAIT's answer goes to `acks`.
+    static redis_detail::Pipeline::Callback then_wait(
+        redis_detail::Pipeline& p, std::shared_ptr<const std::vector<std::string>> wait,
+        std::shared_ptr<Acks> acks, redis_detail::Pipeline::Callback done) {
+        if (wait->empty()) return done;
+        return [&p, wait, acks, done = std::move(done)](Result<ReplyPtr> reply) {
+            if (!applied(reply)) return done(std::move(reply));
+            auto kept = std::make_shared<Result<ReplyPtr>>(std::move(reply));
+            p.exec(*wait, [acks, kept, done](Result<ReplyPtr> acked) {
+                acks->read(acked);
+                done(std::move(*kept));
+            });
+        };
     }
     template <typename T>
     void start(Result<Call<T>> call, detail::Completion<T> done) {
@@ -771,6 +893,12 @@ Result<void> check_options(const RedisOptions& o) {
     }
     if (o.connect_timeout <= Millis(0) || o.command_timeout <= Millis(0)) {
         return bad("connect_timeout and command_timeout must be positive");
+    }
+    if (o.replicas_to_ack < 0) return bad("replicas_to_ack must not be negative");
+    if (o.replicas_to_ack > 0 &&
+        (o.replica_ack_timeout <= Millis(0) || o.replica_ack_timeout >= o.command_timeout)) {
+        return bad("replica_ack_timeout must be positive and shorter than command_timeout "
+                   "(WAIT 0 would wait for ever)");
     }
     const bool printable = std::all_of(o.prefix.begin(), o.prefix.end(), is_key_char);
     if (o.prefix.empty() || o.prefix.size() > 128 || !printable) {

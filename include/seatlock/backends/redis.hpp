@@ -83,6 +83,19 @@ struct RedisOptions {
     std::size_t async_connections = 1;
     /// The first part of every key: 1 to 128 printable characters, no space, no `{` or `}`.
     std::string prefix = "seatlock";
+    /// Replica-acknowledged writes. 0 (the default): a write is answered as soon as the
+    /// primary applied it, and a sale can be lost if the primary dies before a replica got
+    /// it. N > 0: every write a caller is told about (hold, confirm, release, extend,
+    /// cancel, restore_order, create_event, end_recovery, and the locks' acquire, release,
+    /// extend, raise_fencing) is followed, on the same connection, by `WAIT N
+    /// replica_ack_timeout`; fewer than N acknowledgements fail the call with
+    /// errc::not_replicated, though the write was applied on the primary (docs/redis.md,
+    /// "Replica-acknowledged writes"). Blocking, asynchronous and Cluster calls alike.
+    int replicas_to_ack = 0;
+    /// How long a write waits for its replicas when replicas_to_ack > 0; shorter than
+    /// command_timeout. On the asynchronous path a WAIT holds up the requests pipelined
+    /// behind it on its connection for up to this long when replicas lag.
+    Millis replica_ack_timeout{500};
 
     /// redis://[user:password@]host:port[/db]. The port defaults to 6379; `user` may be
     /// empty ("redis://:password@host:port"); user and password may be percent-encoded.

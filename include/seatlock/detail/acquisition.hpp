@@ -66,6 +66,8 @@ public:
         // safe and settles it. Anything else but "busy" is for the caller, after giving
         // back what a lost reply may have taken.
         if (fence.is(errc::outcome_unknown)) maybe_taken_ = true;
+        // Taken on the primary, its replicas not told in time: given back, not kept unused.
+        if (fence.is(errc::not_replicated)) maybe_taken_ = true;
         if (!fence.is(errc::lock_busy)) {
             if (fence.is(errc::outcome_unknown) && !asked_again_) {
                 asked_again_ = true;
