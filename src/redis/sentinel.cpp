@@ -146,13 +146,12 @@ Result<SentinelRouter::Primary> SentinelRouter::discover() {
         sentinels += (sentinels.empty() ? "" : ", ") + address(s.host, s.port);
     }
     const bool refused = last.is(errc::auth_failed);
-    Failure failure(refused ? errc::auth_failed : errc::connection_failed,
-                    "no primary of Redis Sentinel service '" + options_.sentinel_service +
-                        "' found" +
-                        (refused ? std::string()
-                                 : " within " + std::to_string(options_.discovery_timeout.count()) +
-                                       " ms") +
-                        " (sentinels " + sentinels + "); the last answer: " + last.detail);
+    Failure failure(
+        refused ? errc::auth_failed : errc::connection_failed,
+        "no primary of Redis Sentinel service '" + options_.sentinel_service + "' found" +
+            (refused ? std::string()
+                     : " within " + std::to_string(options_.discovery_timeout.count()) + " ms") +
+            " (sentinels " + sentinels + "); the last answer: " + last.detail);
     std::lock_guard lock(mutex_);
     ++discoveries_;
     last_failure_ = failure;
@@ -225,7 +224,8 @@ Result<SentinelRouter::Primary> SentinelRouter::ask(std::size_t index) {
     }
     if (a.type != REDIS_REPLY_ARRAY || a.elements == 0 ||
         (a.element[0]->type != REDIS_REPLY_STRING && a.element[0]->type != REDIS_REPLY_STATUS)) {
-        return Failure(errc::protocol_error, named + " answered ROLE with something else than a role");
+        return Failure(errc::protocol_error,
+                       named + " answered ROLE with something else than a role");
     }
     const std::string_view is(a.element[0]->str, a.element[0]->len);
     if (is != "master") {

@@ -85,15 +85,15 @@ private:
     std::shared_ptr<ConnectionPool> pool_at(const std::string& host, int port);
 
     const RedisOptions options_;
-    std::vector<std::shared_ptr<ConnectionPool>> sentinel_pools_;  // one connection each
-    std::mutex mutex_;  // guards what follows
+    std::vector<std::shared_ptr<ConnectionPool>> sentinel_pools_;   // one connection each
+    std::mutex mutex_;                                              // guards what follows
     std::map<std::string, std::shared_ptr<ConnectionPool>> pools_;  // by "host:port", kept
     std::optional<Primary> primary_;
     bool suspected_ = false;
     std::chrono::steady_clock::time_point checked_{};  // when a sentinel last named it
-    std::uint64_t discoveries_ = 0;   // ended, successful or not
-    std::optional<Failure> last_failure_;  // of the last discovery, when it failed
-    std::mutex discovering_;  // one discovery at a time
+    std::uint64_t discoveries_ = 0;                    // ended, successful or not
+    std::optional<Failure> last_failure_;              // of the last discovery, when it failed
+    std::mutex discovering_;                           // one discovery at a time
 };
 
 }  // namespace seatlock::redis_detail

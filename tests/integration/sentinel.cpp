@@ -199,10 +199,12 @@ TEST_CASE("holds and confirms of both APIs go to the primary the sentinels name"
 
 // A failover under a backend that was in use: `fail` brings it about, and returns once
 // calls made from then on must reach the new primary.
-void calls_resume_on_the_new_primary(const std::string& prefix, const std::function<void(int)>& fail) {
+void calls_resume_on_the_new_primary(const std::string& prefix,
+                                     const std::function<void(int)>& fail) {
     setup().settle();
     // A backend for each API, so that each finds the new primary by itself.
-    seatlock::RedisBackend backend(sentinel_options(prefix)), async_backend(sentinel_options(prefix));
+    seatlock::RedisBackend backend(sentinel_options(prefix));
+    seatlock::RedisBackend async_backend(sentinel_options(prefix));
     seatlock::SeatHoldStore store(backend, no_limit());
     seatlock::testing::AsyncStore<seatlock::RedisBackend> async_store(async_backend, no_limit());
     store.create_event(event("show")).value();
@@ -219,7 +221,8 @@ void calls_resume_on_the_new_primary(const std::string& prefix, const std::funct
     CHECK(buy(async_store, "show", "A-4", "after-async", retries));
     const auto took = std::chrono::steady_clock::now() - started;
     MESSAGE(retries << " retryable errors retried; calls resumed after "
-                    << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+                    << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                    << " ms");
     CHECK(took < 10s);
     // The other data node, which the sentinels name now.
     const int now = setup().data_ports().front() == old ? setup().data_ports().back()

@@ -35,7 +35,8 @@ public:
                                    service + " 1000\n" + "sentinel failover-timeout " + service +
                                    " 3000\n";
         for (int i = 0; i < sentinel_count; ++i) {
-            sentinels_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{"--sentinel"}, config));
+            sentinels_.push_back(
+                std::make_unique<RedisServer>(std::vector<std::string>{"--sentinel"}, config));
         }
         settle();
     }
@@ -139,7 +140,8 @@ private:
         if (role->type != REDIS_REPLY_ARRAY || text(role->element[0]) != "master")
             return "the node sentinels name is not a master yet";
         const std::size_t replicas = role->element[2]->elements;
-        if (replicas != (alone ? 0U : 1U)) return "the primary has " + std::to_string(replicas) + " replicas";
+        if (replicas != (alone ? 0U : 1U))
+            return "the primary has " + std::to_string(replicas) + " replicas";
         if (!alone && node.text({"INFO", "replication"}).find("state=online") == std::string::npos)
             return "the replica is not in sync";
         for (const auto& s : sentinels_) {
@@ -148,14 +150,16 @@ private:
             if (named->type != REDIS_REPLY_ARRAY || std::stoi(text(named->element[1])) != primary)
                 return "sentinels disagree on the primary";
             const auto others = sentinel.command({"SENTINEL", "SENTINELS", service});
-            if (others->elements != sentinel_count - 1) return "a sentinel does not know the others";
+            if (others->elements != sentinel_count - 1)
+                return "a sentinel does not know the others";
             if (alone) continue;
             const auto known = sentinel.command({"SENTINEL", "REPLICAS", service});
             bool healthy = false;
             for (std::size_t i = 0; i < known->elements; ++i) {
                 const redisReply* fields = known->element[i];
                 for (std::size_t f = 0; f + 1 < fields->elements; f += 2) {
-                    if (text(fields->element[f]) == "flags" && text(fields->element[f + 1]) == "slave")
+                    if (text(fields->element[f]) == "flags" &&
+                        text(fields->element[f + 1]) == "slave")
                         healthy = true;
                 }
             }

@@ -64,7 +64,9 @@ struct RedisOptions {
     /// Empty: no Sentinel. Otherwise the sentinels of a Redis Sentinel setup (any number of
     /// them; host and port are then not used): calls go to the primary of
     /// `sentinel_service` they name and ROLE confirms, found again after a failover (a
-    /// connection lost, READONLY, a timeout). docs/redis.md, "Redis Sentinel".
+    /// connection lost, READONLY, a timeout). Asynchronous calls share one pipelined
+    /// connection to the primary (async_connections is then not used). docs/redis.md,
+    /// "Redis Sentinel".
     std::vector<RedisNode> sentinels;
     std::string sentinel_service;   ///< the name the sentinels monitor the primary under
     std::string sentinel_user;      ///< ACL user of the sentinels; empty: the default user
@@ -90,7 +92,8 @@ struct RedisOptions {
     /// extend, raise_fencing) is followed, on the same connection, by `WAIT N
     /// replica_ack_timeout`; fewer than N acknowledgements fail the call with
     /// errc::not_replicated, though the write was applied on the primary (docs/redis.md,
-    /// "Replica-acknowledged writes"). Blocking, asynchronous and Cluster calls alike.
+    /// "Replica-acknowledged writes"). Blocking and asynchronous calls alike, on one
+    /// server, a Cluster (the slot's primary) or behind Sentinel.
     int replicas_to_ack = 0;
     /// How long a write waits for its replicas when replicas_to_ack > 0; shorter than
     /// command_timeout. On the asynchronous path a WAIT holds up the requests pipelined
@@ -104,6 +107,7 @@ struct RedisOptions {
     /// redis+sentinel://[user:password@]host[:port][,host[:port]...]/service[/db]: the
     /// sentinels (port 26379 by default) of the primary named `service`; user and password
     /// are the Redis servers' (the sentinels' own are sentinel_user and sentinel_password).
+    /// Any of them may end with ?replicas_to_ack=N&replica_ack_timeout_ms=M (either or both).
     /// invalid_argument, naming what is wrong (never the password), for anything else.
     static Result<RedisOptions> from_url(std::string_view url);
 };
