@@ -88,6 +88,32 @@ std::optional<std::string> parse_node(std::string_view authority, RedisNode& nod
     return std::nullopt;
 }
 
+// The query string's options, `name=value` joined by '&', into `options`; the reason
+// when one is unknown or its value bad.
+std::optional<std::string> apply_query(std::string_view query, RedisOptions& options) {
+    while (!query.empty()) {
+        const auto amp = query.find('&');
+        const std::string_view pair = query.substr(0, amp);
+        query = amp == std::string_view::npos ? "" : query.substr(amp + 1);
+        const auto eq = pair.find('=');
+        const std::string_view name = pair.substr(0, eq);
+        const std::string_view value = eq == std::string_view::npos ? "" : pair.substr(eq + 1);
+        if (name == "replicas_to_ack") {
+            const auto n = number(value, 1000);
+            if (!n) return "replicas_to_ack must be a number from 0 to 1000";
+            options.replicas_to_ack = static_cast<int>(*n);
+        } else if (name == "replica_ack_timeout_ms") {
+            const auto ms = number(value, 86'400'000);
+            if (!ms || *ms == 0) return "replica_ack_timeout_ms must be a number of milliseconds above 0";
+            options.replica_ack_timeout = Millis(*ms);
+        } else {
+            return "unknown option '" + std::string(name.substr(0, 40)) +
+                   "' (known: replicas_to_ack, replica_ack_timeout_ms)";
+        }
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 Result<RedisOptions> RedisOptions::from_url(std::string_view url) {
@@ -102,14 +128,20 @@ Result<RedisOptions> RedisOptions::from_url(std::string_view url) {
     std::string_view rest = url.substr(cluster    ? cluster_scheme.size()
                                        : sentinel ? sentinel_scheme.size()
                                                   : scheme.size());
-    if (rest.find_first_of("?#") != std::string_view::npos) {
-        return bad_url(url, "query strings and fragments are not supported");
-    }
+    if (rest.find('#') != std::string_view::npos) return bad_url(url, "fragments are not supported");
+    // The query follows the credentials: a '?' of a password is not its start.
+    const auto credentials_end = rest.rfind('@');
+    const auto question =
+        rest.find('?', credentials_end == std::string_view::npos ? 0 : credentials_end);
+    const std::string_view query =
+        question == std::string_view::npos ? "" : rest.substr(question + 1);
+    rest = rest.substr(0, question);
     const auto slash = rest.find('/');
     std::string_view authority = rest.substr(0, slash);
     const std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash + 1);
 
     RedisOptions options;
+    if (auto why = apply_query(query, options)) return bad_url(url, *why);
     if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
         const std::string_view userinfo = authority.substr(0, at);
         authority = authority.substr(at + 1);

@@ -362,3 +362,27 @@ TEST_CASE("replica-acknowledged writes refuse options that cannot work") {
     o.replica_ack_timeout = 500ms;
     CHECK_NOTHROW(seatlock::RedisBackend{o});
 }
+
+TEST_CASE("URLs turn replica-acknowledged writes on with query options") {
+    auto o = seatlock::RedisOptions::from_url("redis://10.0.0.5:6379/2?replicas_to_ack=2&replica_ack_timeout_ms=250");
+    REQUIRE(o);
+    CHECK(o->replicas_to_ack == 2);
+    CHECK(o->replica_ack_timeout == 250ms);
+    CHECK(o->db == 2);
+    auto cluster = seatlock::RedisOptions::from_url("redis+cluster://:pw@a:7000,b:7001?replicas_to_ack=1");
+    REQUIRE(cluster);
+    CHECK(cluster->replicas_to_ack == 1);
+    CHECK(cluster->cluster_nodes.size() == 2);
+    CHECK(cluster->password == "pw");
+    auto question_in_password = seatlock::RedisOptions::from_url("redis://:p?w@host:6379");
+    REQUIRE(question_in_password);
+    CHECK(question_in_password->password == "p?w");
+    CHECK(question_in_password->replicas_to_ack == 0);
+    for (const char* bad : {"redis://host?replicas_to_ack=-1", "redis://host?replicas_to_ack=x",
+                            "redis://host?replica_ack_timeout_ms=0", "redis://host?timeout=1",
+                            "redis://:s3cret@host?nope=1"}) {
+        auto refused = seatlock::RedisOptions::from_url(bad);
+        CHECK_MESSAGE(refused.is(errc::invalid_argument), "accepted: " << bad);
+        if (!refused) CHECK(refused.error().detail.find("s3cret") == std::string::npos);
+    }
+}
