@@ -26,8 +26,9 @@ public:
     explicit RedisAdmin(int port, const std::string& password = {}) {
         ctx_ = redisConnect("127.0.0.1", port);
         if (!ctx_ || ctx_->err) {
-            throw std::runtime_error("admin connection failed: " +
-                                     std::string(ctx_ ? ctx_->errstr : "oom"));
+            const std::string why = ctx_ ? ctx_->errstr : "oom";
+            redisFree(ctx_);  // no destructor runs for a constructor that throws
+            throw std::runtime_error("admin connection failed: " + why);
         }
         if (!password.empty()) expect_ok({"AUTH", password});
     }

@@ -227,9 +227,9 @@ TEST_CASE("the same seats asked of both servers at once go to exactly one buyer"
     }
     // Nothing is left held anywhere.
     for (const auto& id : ids) {
-        for (const auto& [seat, state] : seat_states(clients[1], id, "floor")) {
-            CAPTURE(seat);
-            CHECK(state == "free");
+        for (const auto& seat : seat_states(clients[1], id, "floor")) {
+            CAPTURE(seat.first);
+            CHECK(seat.second == "free");
         }
     }
 }
