@@ -336,12 +336,16 @@ HttpResponse Api::failure(const Call& call, const seatlock::Failure& f) {
     // Outcomes caused by the state of seats or holds, not by bad input: counted by kind.
     if (f.code == seatlock::condition::conflict) metrics_->conflict(seatlock::to_string(e));
     if (status == http::status::service_unavailable) {
-        const bool safe = call.retry_safe || e != errc::outcome_unknown;
+        // A hold whose outcome is unknown, or made but not replicated, is a second hold
+        // when sent again without a key.
+        const bool safe =
+            call.retry_safe || (e != errc::outcome_unknown && e != errc::not_replicated);
         extra["retry_safe"] = safe;
         if (!safe) {
             extra["message"] = f.detail +
-                               "; the hold may have been made: send an Idempotency-Key to make "
-                               "retries safe";
+                               (e == errc::not_replicated ? "; the hold was made"
+                                                          : "; the hold may have been made") +
+                               ": send an Idempotency-Key to make retries safe";
         }
     }
     auto response = error_with_details(status, seatlock::to_string(e), f.detail, std::move(extra));
