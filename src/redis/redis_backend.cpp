@@ -272,7 +272,8 @@ Result<T> replicated(Result<T> result, const Acks& acks, int wanted, Millis time
 }  // namespace
 
 struct RedisBackend::Impl {
-    explicit Impl(RedisOptions o) : options(std::move(o)), keys(options.prefix), pool(options) {
+    Impl(RedisOptions o, std::optional<boost::asio::any_io_executor> executor)
+        : options(std::move(o)), keys(options.prefix), pool(options), external_io(std::move(executor)) {
         if (!options.cluster_nodes.empty())
             cluster = std::make_unique<redis_detail::ClusterRouter>(options);
         if (!options.sentinels.empty())
@@ -310,6 +311,8 @@ struct RedisBackend::Impl {
     boost::asio::io_context io{1};
     std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
     std::thread io_thread;
+    // Given by the caller (one server, not behind Sentinel): the pipelines run there, and no thread is started.
+    std::optional<boost::asio::any_io_executor> external_io;
     std::once_flag started;
     std::vector<std::unique_ptr<redis_detail::Pipeline>> pipelines;  // one server
     std::atomic<std::size_t> next_pipeline{0};
@@ -320,6 +323,12 @@ struct RedisBackend::Impl {
 
     void start_io() {
         std::call_once(started, [this] {
+            if (external_io && !cluster && !sentinel) {
+                for (std::size_t i = 0; i < options.async_connections; ++i) {
+                    pipelines.push_back(std::make_unique<redis_detail::Pipeline>(*external_io, options));
+                }
+                return;
+            }
             if (!cluster && !sentinel) {
                 for (std::size_t i = 0; i < options.async_connections; ++i) {
                     pipelines.push_back(
@@ -1170,7 +1179,12 @@ Call<void> RedisBackend::Impl::ack_call(const std::string& event,
 
 RedisBackend::RedisBackend(RedisOptions options) {
     if (auto ok = check_options(options); !ok) throw Error(ok.error().code, ok.error().detail);
-    impl_ = std::make_unique<Impl>(std::move(options));
+    impl_ = std::make_unique<Impl>(std::move(options), std::nullopt);
+}
+
+RedisBackend::RedisBackend(RedisOptions options, boost::asio::any_io_executor executor) {
+    if (auto ok = check_options(options); !ok) throw Error(ok.error().code, ok.error().detail);
+    impl_ = std::make_unique<Impl>(std::move(options), std::move(executor));
 }
 
 RedisBackend::~RedisBackend() = default;

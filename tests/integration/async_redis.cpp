@@ -17,10 +17,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <map>
 #include <optional>
 #include <set>
 #include <thread>
+#include <vector>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -200,4 +202,46 @@ TEST_CASE("an async_lock_all cancelled while it waits, or with its request in fl
         REQUIRE(run_until(io, [&] { return static_cast<bool>(locks.try_lock_all(keys)); }, 2s));
     }
     io.run();  // returns once every release started above has ended
+}
+
+TEST_CASE("a backend given the caller's executor does its I/O there, with no thread of its own") {
+    RedisServer server;
+    asio::io_context io;  // the service's: outlives the backend
+    auto io_work = asio::make_work_guard(io);
+    {
+        seatlock::RedisBackend backend(seatlock::testing::options_for(server, 10s), io.get_executor());
+        seatlock::SeatHoldStore<seatlock::RedisBackend> store(backend, seatlock::testing::no_limit());
+        store.create_event(big_event()).value();  // the blocking path: its own pool
+
+        // The handler runs elsewhere, but the connection's reads and writes are io's
+        // work: while nobody runs io, nothing comes back.
+        asio::io_context handlers;
+        auto keep = asio::make_work_guard(handlers);
+        std::thread handler_thread([&] { handlers.run(); });
+        auto held = store.async_hold("game1", "alice", seatlock::named_seats("named", {"S-1", "S-2"}),
+                                     asio::bind_executor(handlers, asio::use_future));
+        CHECK(held.wait_for(300ms) == std::future_status::timeout);
+        while (held.wait_for(0s) != std::future_status::ready) io.run_one_for(100ms);
+        const auto hold = held.get();
+        REQUIRE(hold);
+        CHECK(hold->seats.size() == 2);
+
+        // Many calls at once, all completed by running io on this one thread.
+        std::vector<std::future<Result<seatlock::Hold>>> calls;
+        for (int i = 3; i <= 40; ++i) {
+            calls.push_back(store.async_hold("game1", "buyer-" + std::to_string(i),
+                                             seatlock::named_seats("named", {"S-" + std::to_string(i)}),
+                                             asio::bind_executor(handlers, asio::use_future)));
+        }
+        for (auto& call : calls) {
+            while (call.wait_for(0s) != std::future_status::ready) io.run_one_for(100ms);
+            CHECK(call.get());
+        }
+        keep.reset();
+        handler_thread.join();
+        // The backend goes first; a call still in flight would be ended by its destructor.
+    }
+    io_work.reset();
+    io.run_for(1s);
+    CHECK(io.stopped());  // nothing of the backend's was left to run
 }

@@ -37,6 +37,8 @@
 #include <seatlock/detail/async.hpp>
 #include <seatlock/operations.hpp>
 
+#include <boost/asio/any_io_executor.hpp>
+
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -120,6 +122,13 @@ public:
     /// seatlock::Error (invalid_argument) for options that can never work (empty host,
     /// bad port, pool_size 0, non-positive timeouts, a prefix with braces or spaces).
     explicit RedisBackend(RedisOptions options);
+    /// The same, with the asynchronous API's I/O (its pipelined connections, their
+    /// timers, the parsing of replies) run by `executor` instead of a thread of the
+    /// backend's own: a service whose handlers already run on an io_context saves two
+    /// thread hand-overs per call. `executor` must keep running while calls are in flight
+    /// and its context must outlive the backend; completions still go to each handler's
+    /// own executor. On a Redis Cluster or behind Sentinel the backend keeps a thread of its own.
+    RedisBackend(RedisOptions options, boost::asio::any_io_executor executor);
     ~RedisBackend();
     RedisBackend(const RedisBackend&) = delete;
     RedisBackend& operator=(const RedisBackend&) = delete;
