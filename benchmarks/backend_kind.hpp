@@ -10,16 +10,19 @@
 namespace seatlock::bench {
 
 enum class Kind {
-    memory,        ///< seatlock's MemoryBackend
-    redis,         ///< seatlock's RedisBackend
-    by_hand,       ///< the hand-written flow users write on Redis
-    raw,           ///< the raw Redis ceiling: the same round trips doing nothing
-    floor,         ///< seatlock's Redis commands alone, without its Lua
-    node_redlock,  ///< node-redlock v5 on ioredis, a peer program (peers/node-redlock)
+    memory,         ///< seatlock's MemoryBackend
+    redis,          ///< seatlock's RedisBackend on one redis-server
+    redis_cluster,  ///< seatlock's RedisBackend on a Redis Cluster of 3 primaries
+                    ///< (redis_cluster.hpp)
+    by_hand,        ///< the hand-written flow users write on Redis
+    raw,            ///< the raw Redis ceiling: the same round trips doing nothing
+    floor,          ///< seatlock's Redis commands alone, without its Lua
+    node_redlock,   ///< node-redlock v5 on ioredis, a peer program (peers/node-redlock)
 };
 
-inline constexpr std::array<Kind, 6> kinds{Kind::memory, Kind::redis, Kind::by_hand,
-                                           Kind::raw,    Kind::floor, Kind::node_redlock};
+inline constexpr std::array<Kind, 7> kinds{Kind::memory,      Kind::redis, Kind::redis_cluster,
+                                           Kind::by_hand,     Kind::raw,   Kind::floor,
+                                           Kind::node_redlock};
 
 constexpr std::string_view kind_name(Kind k) {
     switch (k) {
@@ -27,6 +30,8 @@ constexpr std::string_view kind_name(Kind k) {
             return "memory";
         case Kind::redis:
             return "redis";
+        case Kind::redis_cluster:
+            return "redis-cluster";
         case Kind::by_hand:
             return "by-hand";
         case Kind::raw:
@@ -47,8 +52,8 @@ constexpr std::optional<Kind> kind_named(std::string_view name) {
 }
 
 /// How seatlock was called: from one thread per caller, or with operations in flight on
-/// one thread (the async_* calls on an io_context). Only seatlock's rows (memory, redis)
-/// have async twins; the others say blocking.
+/// one thread (the async_* calls on an io_context). Only seatlock's rows (memory, redis,
+/// redis-cluster) have async twins; the others say blocking.
 enum class Api {
     blocking,  ///< one caller thread per operation in flight
     async,     ///< all operations in flight on one thread

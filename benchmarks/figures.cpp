@@ -6,6 +6,8 @@
 #include <string_view>
 #include <utility>
 
+#include "redis_cluster.hpp"
+
 namespace seatlock::bench {
 
 namespace {
@@ -192,6 +194,36 @@ std::vector<Figure> figures(const std::vector<Row>& rows) {
     out.push_back({"redis_async_hold3_release_64_vs_blocking",
                    "  seatlock async / blocking pairs/s, 64",
                    divide(ops(async_hold), ops(redis64))});
+
+    // hold3+release on a Redis Cluster of 3 primaries, one event per caller (so spread over
+    // the primaries' slots), beside one redis-server with one event: what routing costs,
+    // and how the Redis CPU per pair splits over the primaries.
+    for (const Api api : {Api::async, Api::blocking}) {
+        const std::string name(api_name(api));
+        const auto* one = table.find(hr, Kind::redis, 64, false, api);
+        const auto* cluster = table.find(hr, Kind::redis_cluster, 64, true, api);
+        out.push_back({fmt::format("redis_cluster_{}_hold3_release_64_vs_one_node", name),
+                       fmt::format("Redis Cluster hold3+release, 64 {}: 3 primaries / one node",
+                                   api == Api::async ? "in flight" : "callers"),
+                       divide(ops(cluster), ops(one))});
+        out.push_back({fmt::format("redis_cluster_{}_hold3_release_pairs_per_second_64", name),
+                       fmt::format("  pairs/s, cluster ({})", name), ops(cluster), "{:.0f}"});
+        out.push_back({fmt::format("redis_{}_hold3_release_pairs_per_second_64", name),
+                       fmt::format("  pairs/s, one node ({})", name), ops(one), "{:.0f}"});
+        out.push_back({fmt::format("redis_cluster_{}_hold3_release_cpu_us_per_op_64", name),
+                       "  Redis CPU us per pair, cluster, primaries summed", server_us(cluster),
+                       "{:.1f}"});
+        for (int i = 0; i < RedisCluster::primaries; ++i) {
+            out.push_back(
+                {fmt::format("redis_cluster_{}_hold3_release_cpu_us_per_op_64_primary{}", name,
+                             i + 1),
+                 fmt::format("    of which primary {}", i + 1),
+                 cluster ? cluster->node_us_per_op(static_cast<std::size_t>(i)) : std::nullopt,
+                 "{:.1f}"});
+        }
+        out.push_back({fmt::format("redis_{}_hold3_release_cpu_us_per_op_64_one_node", name),
+                       "  Redis CPU us per pair, one node", server_us(one), "{:.1f}"});
+    }
 
     // The example server over HTTP, on each backend, 64 keep-alive connections: what a
     // service built on seatlock gets from Redis beside keeping its seats in process.

@@ -25,7 +25,8 @@ boost::json::object to_json(const Row& r) {
     j["scenario"] = r.scenario;
     j["backend"] = kind_name(r.kind);
     // seatlock's rows: which API; async rows' "callers" are operations in flight on one thread.
-    if (r.kind == Kind::memory || r.kind == Kind::redis) j["api"] = api_name(r.api);
+    if (r.kind == Kind::memory || r.kind == Kind::redis || r.kind == Kind::redis_cluster)
+        j["api"] = api_name(r.api);
     j["layout"] = r.event_per_caller ? "event per caller" : "one event";
     j["callers"] = r.m.callers;
     j["ops"] = r.m.ops;
@@ -62,6 +63,20 @@ boost::json::object to_json(const Row& r) {
             }
         }
         if (!scripts.empty()) j["redis_scripts"] = std::move(scripts);
+    }
+    if (!r.nodes.empty() && r.m.ops > 0) {
+        // A cluster's primaries one by one; the redis_* figures above are their sum.
+        boost::json::array nodes;
+        for (std::size_t i = 0; i < r.nodes.size(); ++i) {
+            // Function calls, not requests: a primary's writes include its replica's stream.
+            std::uint64_t calls = 0;
+            for (const auto& script : r.nodes[i].redis.scripts) calls += script.calls;
+            nodes.push_back({{"port", r.nodes[i].port},
+                             {"redis_cpu_us_per_op", *r.node_us_per_op(i)},
+                             {"function_calls_per_op",
+                              static_cast<double>(calls) / static_cast<double>(r.m.ops)}});
+        }
+        j["redis_primaries"] = std::move(nodes);
     }
     if (r.seats_held > 0) {
         j["seats_held"] = r.seats_held;

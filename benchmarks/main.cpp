@@ -35,7 +35,9 @@ int bench(const Options& options) {
     std::optional<NodeRedlock> peer;
     {
         Run run(options);
-        if (!redis_backend_built && (options.wanted(Kind::redis) || options.wanted(Kind::floor)))
+        if (!redis_backend_built &&
+            (options.wanted(Kind::redis) || options.wanted(Kind::redis_cluster) ||
+             options.wanted(Kind::floor)))
             print_without_redis_backend();
         print_banner(options, load_at_start);
         if (run.node_redlock()) print_peer(*run.node_redlock());
@@ -47,6 +49,7 @@ int bench(const Options& options) {
         peer = run.node_redlock();
     }
     print_script_times(rows);
+    print_primary_times(rows);
     const std::vector<Figure> judged = figures(rows);
     print_figures(judged, options.quick);
     print_not_run(rows);

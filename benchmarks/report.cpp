@@ -20,7 +20,7 @@ std::string opt(const std::optional<double>& v, const char* format = "{:.2f}") {
 }
 
 constexpr std::string_view row_format =
-    "| {:<36} | {:<12} | {:>7} | {:>10} | {:>8} | {:>8} | {:>9} | {:>10} | {:>8} | {:>8} | "
+    "| {:<38} | {:<13} | {:>7} | {:>10} | {:>8} | {:>8} | {:>9} | {:>10} | {:>8} | {:>8} | "
     "{:>10} | {:>9} | {:>5} | {:>8} |\n";
 
 std::string verdict(const Figure& f) {
@@ -56,7 +56,7 @@ void print_table_header() {
                "p99 us", "p99.9 us", "step p99", "trips/op", "cmds/op", "srv us/op", "reqs/read",
                "cores", "RSS MiB");
     fmt::print(
-        "|{:-<38}|{:-<14}|{:-<8}:|{:-<11}:|{:-<9}:|{:-<9}:|{:-<10}:|{:-<11}:|{:-<9}:|{:-<9}:|{:-"
+        "|{:-<40}|{:-<15}|{:-<8}:|{:-<11}:|{:-<9}:|{:-<9}:|{:-<10}:|{:-<11}:|{:-<9}:|{:-<9}:|{:-"
         "<11}:|{:-<10}:|{:-<6}:|{:-<9}:|\n",
         "", "", "", "", "", "", "", "", "", "", "", "", "", "");
 }
@@ -64,7 +64,7 @@ void print_table_header() {
 void print_table_row(const Row& r) {
     const auto& m = r.m;
     if (!r.measured()) {
-        fmt::print("| {:<36} | {:<12} | {:>7} | not run: {} |\n", r.label(), kind_name(r.kind),
+        fmt::print("| {:<38} | {:<13} | {:>7} | not run: {} |\n", r.label(), kind_name(r.kind),
                    m.callers, r.peer->not_run);
         std::fflush(stdout);
         return;
@@ -97,7 +97,23 @@ void print_script_times(const std::vector<Row>& rows) {
         if (!any)
             fmt::print("\nscript time in Redis per call (INFO commandstats usec_per_call):\n");
         any = true;
-        fmt::print("  {:<36} {:<12} {:>4}{}\n", r.label(), kind_name(r.kind), r.m.callers, line);
+        fmt::print("  {:<38} {:<13} {:>4}{}\n", r.label(), kind_name(r.kind), r.m.callers, line);
+    }
+}
+
+void print_primary_times(const std::vector<Row>& rows) {
+    bool any = false;
+    for (const auto& r : rows) {
+        if (r.nodes.empty() || r.m.ops == 0) continue;
+        if (!any)
+            fmt::print(
+                "\nRedis CPU per operation on each cluster primary (INFO cpu, user + sys):\n");
+        any = true;
+        std::string line;
+        for (std::size_t i = 0; i < r.nodes.size(); ++i)
+            line += fmt::format("  :{} {:.1f} us", r.nodes[i].port, *r.node_us_per_op(i));
+        fmt::print("  {:<38} {:<13} {:>4}{}  (sum {} us)\n", r.label(), kind_name(r.kind),
+                   r.m.callers, line, opt(r.server_us_per_op(), "{:.1f}"));
     }
 }
 

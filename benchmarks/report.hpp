@@ -24,6 +24,8 @@ void print_table_header();
 void print_table_row(const Row& row);
 /// The server time of each script call (FCALL, EVALSHA, EVAL) of every Redis row.
 void print_script_times(const std::vector<Row>& rows);
+/// Each cluster primary's CPU time per operation, for the redis-cluster rows.
+void print_primary_times(const std::vector<Row>& rows);
 /// Every figure with its target, when it has one, and whether the target was met.
 void print_figures(const std::vector<Figure>& figures, bool quick);
 /// Every row a peer could not run, and why, so that none is missed silently.

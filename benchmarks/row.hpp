@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "backend_kind.hpp"
 #include "harness.hpp"
@@ -24,24 +25,38 @@ struct PeerOutcome {
     double server_cpu_seconds = 0;  ///< HTTP rows: the ticketing server's CPU time, measured
 };
 
+/// What one primary of the Redis Cluster did during a redis-cluster row.
+struct NodeLoad {
+    int port = 0;
+    CounterDelta redis;
+};
+
 struct Row {
     std::string scenario;
     Kind kind = Kind::memory;
     Api api = Api::blocking;  ///< async: m.callers operations in flight on one thread
     bool event_per_caller = false;
     Measurement m;
-    std::optional<CounterDelta> redis;     ///< Redis runs: what the server did
+    std::optional<CounterDelta> redis;     ///< Redis runs: what the server did (a cluster's
+                                           ///< primaries summed)
     std::optional<double> storage_bytes;   ///< hold3_kept: Redis used_memory or heap growth
     std::optional<double> resident_bytes;  ///< hold3_kept on memory: resident memory growth
     std::uint64_t seats_held = 0;          ///< hold3_kept: seats held by the measured ops
     /// Rows of another program: a peer (node-redlock), or the ticketing server over HTTP.
     std::optional<PeerOutcome> peer;
+    std::vector<NodeLoad> nodes;  ///< redis-cluster rows: each primary, by port
 
     /// Adds another slice of the same run.
     void merge(const Row& other) {
         m.merge(other.m);
         if (redis && other.redis) *redis += *other.redis;
         if (!redis && other.redis) redis = other.redis;
+        // The same primaries in the same order in every slice of a row.
+        if (nodes.empty()) {
+            nodes = other.nodes;
+        } else if (nodes.size() == other.nodes.size()) {
+            for (std::size_t i = 0; i < nodes.size(); ++i) nodes[i].redis += other.nodes[i].redis;
+        }
         if (peer && other.peer) {
             if (peer->not_run.empty() && !other.peer->not_run.empty()) {
                 peer->not_run = other.peer->not_run;
@@ -69,6 +84,11 @@ struct Row {
     [[nodiscard]] std::optional<double> server_us_per_op() const {
         const auto seconds = per_op(&CounterDelta::cpu_seconds);
         return seconds ? std::optional<double>(*seconds * 1e6) : std::nullopt;
+    }
+    /// Redis CPU microseconds per operation of the cluster's primary number `i` (by port).
+    [[nodiscard]] std::optional<double> node_us_per_op(std::size_t i) const {
+        if (i >= nodes.size() || m.ops == 0) return std::nullopt;
+        return nodes[i].redis.cpu_seconds * 1e6 / static_cast<double>(m.ops);
     }
     /// Requests the clients sent per operation.
     [[nodiscard]] std::optional<double> requests_per_op() const {

@@ -49,6 +49,11 @@ Run::Run(const Options& options) : o_(options) {
     }
 #ifdef SEATLOCK_BENCH_REDIS_BACKEND
     if (o_.wanted(Kind::floor)) CommandFloor::load(*stats_);
+    if (o_.wanted(Kind::redis_cluster) && scenario_wanted(o_, info(Scenario::hold_release))) {
+        cluster_ = std::make_unique<RedisCluster>();
+        for (int port : cluster_->primary_ports())
+            cluster_stats_.push_back(std::make_unique<Connection>("127.0.0.1", port));
+    }
 #endif
 }
 
@@ -67,6 +72,8 @@ std::vector<Row> Run::measure(const std::function<void(const Row&)>& on_row) {
     }
     stats_.reset();
     server_.reset();
+    cluster_stats_.clear();
+    cluster_.reset();
     return rows;
 }
 
@@ -126,6 +133,15 @@ std::vector<Run::Variant> Run::variants_of(const ScenarioInfo& s, int callers) c
         if (redis_backend_built && o_.wanted(Kind::redis))
             variants.push_back({Kind::redis, callers, false, Api::async});
     }
+    // hold3+release on the cluster, one event per caller so that the events' slots spread
+    // over the three primaries: at the 64 callers of the one-node figures (or at each
+    // number asked for), through both APIs.
+    if (cluster_ && s.id == Scenario::hold_release && (!o_.callers.empty() || callers == 64)) {
+        if (o_.wanted(Api::async))
+            variants.push_back({Kind::redis_cluster, callers, true, Api::async});
+        if (o_.wanted(Api::blocking))
+            variants.push_back({Kind::redis_cluster, callers, true, Api::blocking});
+    }
     if (!contains(blocking_callers(s), callers)) return variants;
     const bool blocking = o_.wanted(Api::blocking);
     if (blocking && o_.wanted(Kind::memory)) variants.push_back({Kind::memory, callers});
@@ -179,6 +195,8 @@ Row Run::run_variant(const ScenarioInfo& s, const Variant& v, int rounds) {
         case Kind::redis:
             return v.api == Api::async ? run_redis_async(s, v.callers, b)
                                        : run_redis(s, v.callers, b);
+        case Kind::redis_cluster:
+            return run_redis_cluster(s, v.callers, v.api, b);
         case Kind::by_hand:
             return run_by_hand(s, v.callers, b);
         case Kind::raw:
@@ -232,6 +250,16 @@ Budget Run::budget_for(const ScenarioInfo& s, const Variant& v, int rounds) cons
 
 namespace {
 
+// A row of `s` with nothing measured yet.
+Row empty_row(const ScenarioInfo& s, Kind kind, Api api, bool event_per_caller) {
+    Row row;
+    row.scenario = s.name;
+    row.kind = kind;
+    row.api = api;
+    row.event_per_caller = event_per_caller;
+    return row;
+}
+
 Inventory inventory_for(const ScenarioInfo& s, const Budget& b, int callers,
                         bool event_per_caller) {
     return Inventory(s.id, callers, b.ops_per_caller + b.warmup_ops, event_per_caller);
@@ -256,8 +284,7 @@ Row Run::run_memory(const ScenarioInfo& s, int callers, bool event_per_caller, c
     MemoryBackend backend;
     SeatlockScenario<MemoryBackend> scenario(backend,
                                              inventory_for(s, b, callers, event_per_caller));
-    Row row{
-        std::string(s.name), Kind::memory, Api::blocking, event_per_caller, {}, {}, {}, {}, 0, {}};
+    Row row = empty_row(s, Kind::memory, Api::blocking, event_per_caller);
     std::int64_t heap = 0, resident = 0;
     row.m = Runner::run(
         callers, b, [&](int i) { return scenario.caller(i); },
@@ -281,7 +308,7 @@ Row Run::run_memory_async(const ScenarioInfo& s, int in_flight, const Budget& b)
     boost::asio::io_context io(1);
     MemoryBackend backend;
     SeatlockScenario<MemoryBackend> scenario(backend, inventory_for(s, b, in_flight, false));
-    Row row{std::string(s.name), Kind::memory, Api::async, false, {}, {}, {}, {}, 0, {}};
+    Row row = empty_row(s, Kind::memory, Api::async, false);
     row.m = AsyncRunner::run(io, in_flight, b, [&](int i) { return scenario.async_caller(i, io); });
     return row;
 }
@@ -296,7 +323,7 @@ Row Run::run_on_redis(const ScenarioInfo& s, Kind kind, int callers, const Budge
 // Runs on Redis with the server counters (and, for hold3_kept, memory) read around the
 // measured operations.
 Row Run::measure_on_redis(const ScenarioInfo& s, Kind kind, Api api, const Measure& measure) {
-    Row row{std::string(s.name), kind, api, false, {}, {}, {}, {}, 0, {}};
+    Row row = empty_row(s, kind, api, false);
     ServerCounters before, after;
     std::int64_t memory = 0;
     const bool kept = s.id == Scenario::hold_kept;
@@ -354,6 +381,49 @@ Row Run::run_redis_async([[maybe_unused]] const ScenarioInfo& s, [[maybe_unused]
                 io, in_flight, b, [&](int i) { return scenario.async_caller(i, io); }, at_start,
                 at_end);
         });
+#else
+    throw std::logic_error("no such variant");
+#endif
+}
+
+// hold3+release on the cluster: each caller (or slot in flight) on an event of its own,
+// whose hash slot picks its primary. Each primary's counters are read around the measured
+// operations on a connection of its own; the row's Redis figures are their sum.
+Row Run::run_redis_cluster([[maybe_unused]] const ScenarioInfo& s, [[maybe_unused]] int callers,
+                           [[maybe_unused]] Api api, [[maybe_unused]] const Budget& b) {
+#ifdef SEATLOCK_BENCH_REDIS_BACKEND
+    for (const auto& node : cluster_stats_)
+        Connection::expect(node->command({"FLUSHALL"}), REDIS_REPLY_STATUS, "FLUSHALL");
+    auto options = RedisOptions::from_url(cluster_->url());
+    detail::require(options, "RedisOptions::from_url");
+    options->command_timeout = std::chrono::seconds(10);
+    options->pool_size = static_cast<decltype(options->pool_size)>(callers);
+    RedisBackend backend(*options);
+    detail::require(backend.ping(), "ping");
+    SeatlockScenario<RedisBackend> scenario(backend, inventory_for(s, b, callers, true));
+    boost::asio::io_context io(1);
+    std::vector<ServerCounters> before(cluster_stats_.size()), after(cluster_stats_.size());
+    const auto at_start = [&] {
+        for (std::size_t i = 0; i < before.size(); ++i)
+            before[i] = read_counters(*cluster_stats_[i]);
+    };
+    const auto at_end = [&] {
+        for (std::size_t i = 0; i < after.size(); ++i) after[i] = read_counters(*cluster_stats_[i]);
+    };
+    Row row = empty_row(s, Kind::redis_cluster, api, true);
+    if (api == Api::async) {
+        row.m = AsyncRunner::run(
+            io, callers, b, [&](int i) { return scenario.async_caller(i, io); }, at_start, at_end);
+    } else {
+        row.m = Runner::run(
+            callers, b, [&](int i) { return scenario.caller(i); }, at_start, at_end);
+    }
+    row.redis = CounterDelta{};
+    for (std::size_t i = 0; i < cluster_stats_.size(); ++i) {
+        row.nodes.push_back({cluster_->primary_ports()[i], between(before[i], after[i])});
+        *row.redis += row.nodes.back().redis;
+    }
+    return row;
 #else
     throw std::logic_error("no such variant");
 #endif
@@ -446,8 +516,8 @@ Row Run::run_floor([[maybe_unused]] const ScenarioInfo& s, [[maybe_unused]] int 
 // node-redlock on the keys seatlock's try_lock_all3 rows lock, under the same Redis names.
 // A peer that cannot run here, or fails, gives a row that says so instead of figures.
 Row Run::run_node_redlock(const ScenarioInfo& s, int callers, const Budget& b) {
-    Row row{std::string(s.name), Kind::node_redlock, Api::blocking, false, {}, {}, {}, {}, 0,
-            PeerOutcome{}};
+    Row row = empty_row(s, Kind::node_redlock, Api::blocking, false);
+    row.peer = PeerOutcome{};
     row.m.callers = callers;
     if (!node_redlock_->why_not().empty()) {
         row.peer->not_run = node_redlock_->why_not();
@@ -487,7 +557,8 @@ Row Run::run_node_redlock(const ScenarioInfo& s, int callers, const Budget& b) {
 // process (http_load.hpp); the Redis counters and the server's CPU time are read around
 // the measured part. A server that is not built or fails gives a row that says so.
 Row Run::run_http(const ScenarioInfo& s, Kind kind, int connections, const Budget& b) {
-    Row row{std::string(s.name), kind, Api::async, false, {}, {}, {}, {}, 0, PeerOutcome{}};
+    Row row = empty_row(s, kind, Api::async, false);
+    row.peer = PeerOutcome{};
     row.m.callers = connections;
     const auto binary = ticketing_binary();
     if (!binary) {

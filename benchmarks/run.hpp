@@ -17,6 +17,7 @@
 #include "node_redlock.hpp"
 #include "options.hpp"
 #include "redis_client.hpp"
+#include "redis_cluster.hpp"
 #include "row.hpp"
 #include "scenarios.hpp"
 
@@ -76,6 +77,7 @@ private:
     Row run_memory_async(const ScenarioInfo& s, int in_flight, const Budget& b);
     Row run_redis(const ScenarioInfo& s, int callers, const Budget& b);
     Row run_redis_async(const ScenarioInfo& s, int in_flight, const Budget& b);
+    Row run_redis_cluster(const ScenarioInfo& s, int callers, Api api, const Budget& b);
     Row run_by_hand(const ScenarioInfo& s, int callers, const Budget& b);
     Row run_raw(const ScenarioInfo& s, int callers, const Budget& b);
     Row run_floor(const ScenarioInfo& s, int callers, const Budget& b);
@@ -89,6 +91,8 @@ private:
     const Options& o_;
     std::unique_ptr<testing::RedisServer> server_;
     std::unique_ptr<Connection> stats_;
+    std::unique_ptr<RedisCluster> cluster_;
+    std::vector<std::unique_ptr<Connection>> cluster_stats_;  ///< one per primary, by port
     BaselineScripts scripts_;
     std::optional<NodeRedlock> node_redlock_;
 };

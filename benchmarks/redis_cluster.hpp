@@ -1,0 +1,41 @@
+// benchmarks/redis_cluster.hpp: the private Redis Cluster of the redis-cluster rows: 3
+// primaries with one replica each on free loopback ports (each node a RedisServer, the
+// launcher of the one-node rows), joined by `redis-cli --cluster create`, ready once every
+// node says cluster_state:ok, stopped at the end. It names its primaries, whose CPU time
+// the rows read one by one: a cluster's throughput is bounded per primary.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace seatlock::testing {
+class RedisServer;
+}
+
+namespace seatlock::bench {
+
+class RedisCluster {
+public:
+    static constexpr int primaries = 3;
+
+    /// Starts and joins the six nodes; throws, saying what failed, when they cannot be.
+    RedisCluster();
+    ~RedisCluster();
+    RedisCluster(const RedisCluster&) = delete;
+    RedisCluster& operator=(const RedisCluster&) = delete;
+
+    /// redis+cluster://127.0.0.1:<port>,... with every node as a seed.
+    [[nodiscard]] std::string url() const;
+    /// The ports of the nodes that are primaries, in ascending order.
+    [[nodiscard]] const std::vector<int>& primary_ports() const noexcept { return primary_ports_; }
+
+private:
+    void wait_until_ok() const;
+
+    std::string cli_;
+    std::vector<std::unique_ptr<testing::RedisServer>> nodes_;
+    std::vector<int> primary_ports_;
+};
+
+}  // namespace seatlock::bench
