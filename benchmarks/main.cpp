@@ -1,10 +1,11 @@
 // benchmarks/main.cpp: seatlock-bench, every benchmark in one run, side by side with the
 // hand-written flow users write, the raw Redis ceiling, the floor of seatlock's bare
-// Redis commands and node-redlock (a peer program), against one private redis-server, so
-// that comparisons hold on a noisy machine.
+// Redis commands and node-redlock (a peer program), against one private redis-server (and
+// a private Redis Cluster for the redis-cluster rows), so that comparisons hold on a noisy
+// machine.
 //
 //   seatlock-bench [--quick] [--out FILE] [--scenario NAME,...] [--backend NAME,...]
-//                  [--callers N,...] [--seconds S] [--rounds R]
+//                  [--api NAME,...] [--callers N,...] [--seconds S] [--rounds R]
 //
 // Prints a Markdown table as it goes (report.hpp), then the figures the project is judged
 // by with their targets (figures.hpp, targets.hpp), and writes everything as JSON
