@@ -44,8 +44,7 @@ namespace asio = boost::asio;
 constexpr auto drain_period = std::chrono::milliseconds(250);
 constexpr auto shutdown_grace = std::chrono::seconds(10);
 
-seatlock::Result<seatlock::AnyBackend> make_backend(const ServerOptions& options,
-                                                    const asio::any_io_executor& executor) {
+seatlock::Result<seatlock::AnyBackend> make_backend(const ServerOptions& options) {
     if (options.backend == BackendKind::memory) {
         return seatlock::AnyBackend::make<seatlock::MemoryBackend>();
     }
@@ -55,29 +54,24 @@ seatlock::Result<seatlock::AnyBackend> make_backend(const ServerOptions& options
     // Everything goes through the pipelined connection of the asynchronous API, but the
     // ping below: the blocking pool needs one connection.
     redis_options->pool_size = 1;
-    // Its connections run on the server's own threads: a reply is read and its request's
-    // handler resumed on the same thread, with no hand-over to a thread of the backend's.
-    auto redis = std::make_shared<seatlock::RedisBackend>(std::move(*redis_options), executor);
+    auto redis = std::make_shared<seatlock::RedisBackend>(std::move(*redis_options));
     // Fail at start, not at the first customer's request.
     if (auto ok = redis->ping(); !ok) return std::move(ok).error();
     return seatlock::AnyBackend(std::move(redis));
 #else
-    (void)executor;
     return seatlock::Failure(
         seatlock::errc::invalid_argument,
         "this build has no Redis backend (configure with SEATLOCK_WITH_REDIS=ON)");
 #endif
 }
 
-// Runs `task` to its end on `io`, in this thread: for the start-up, before anything
-// serves. The Redis backend's connections stay open on `io` afterwards.
+// Runs `task` to its end on an io_context of its own: for the start-up, before anything
+// serves.
 template <typename T>
-T run_to_end(asio::io_context& io, asio::awaitable<T> task) {
+T run_to_end(asio::awaitable<T> task) {
+    asio::io_context io;
     auto result = asio::co_spawn(io, std::move(task), asio::use_future);
-    while (result.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
-        if (io.run_one() == 0) break;  // stopped: get() below reports it
-    }
-    io.restart();  // run() stops an io_context that ran out of work; the workers run it next
+    io.run();
     return result.get();
 }
 
@@ -101,9 +95,7 @@ int serve(const ServerOptions& options) {
         log("{}", events.error().detail);
         return 1;
     }
-    // Declared before everything that hands it work, so that it is destroyed last.
-    asio::io_context ioc(static_cast<int>(options.threads));
-    auto backend = make_backend(options, ioc.get_executor());
+    auto backend = make_backend(options);
     if (!backend) {
         log("cannot use the {} backend: {}",
             options.backend == BackendKind::redis ? "redis" : "memory", backend.error().message());
@@ -114,9 +106,11 @@ int serve(const ServerOptions& options) {
     seatlock::HoldPolicy policy;
     policy.hold_ttl = options.hold_ttl;
     policy.max_seats_per_holder = 3;
+    // Declared before everything that hands it work, so that it is destroyed last.
+    asio::io_context ioc(static_cast<int>(options.threads));
     // Through the venue's view: a shared Redis may hold other servers' events too.
     Ticketing ticketing(venue_view(std::move(*backend), *events), policy, db, metrics);
-    if (auto created = run_to_end(ioc, ticketing.create_events(*events)); !created) {
+    if (auto created = run_to_end(ticketing.create_events(*events)); !created) {
         log("cannot create the venue's events: {}", created.error().message());
         return 1;
     }
