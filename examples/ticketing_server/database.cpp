@@ -44,6 +44,10 @@ CREATE TABLE IF NOT EXISTS orders (
     fencing_token    INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS orders_of_holder ON orders(holder);
+CREATE TABLE IF NOT EXISTS event_storage (
+    event  TEXT PRIMARY KEY,
+    epoch  INTEGER NOT NULL   -- recoveries of the event after the storage lost it
+);
 )sql";
 
 std::string seats_json(const std::vector<std::string>& seats) {
@@ -251,6 +255,10 @@ Database::Database(const std::string& path) {
             "SELECT order_id, event, holder, zone, seats, hold_token, status, paid_at_ms, "
             "fencing_token FROM orders WHERE holder = ?1 AND (?2 IS NULL OR event = ?2)"
             " ORDER BY paid_at_ms DESC, order_id");
+        select_epoch_ = prepare("SELECT epoch FROM event_storage WHERE event = ?1");
+        bump_epoch_ = prepare(
+            "INSERT INTO event_storage (event, epoch) VALUES (?1, 1)"
+            " ON CONFLICT (event) DO UPDATE SET epoch = epoch + 1");
     } catch (...) {
         statements_.clear();
         sqlite3_close(db_);
@@ -295,18 +303,24 @@ void Database::fail(const char* what) const {
     throw DatabaseError(fmt::format("database {}: {}", what, sqlite3_errmsg(db_)));
 }
 
-bool Database::add_pending(const PendingReservation& row) {
+// The epoch is compared in the write's own transaction: a recovery's close_lost_holds
+// (which moves it) comes either before, and the row is refused, or after, and closes it.
+RowWrite Database::add_pending(const PendingReservation& row, std::int64_t epoch) {
     std::lock_guard lock(mutex_);
-    Statement::Use insert(*insert_pending_);
-    return insert.bind(1, row.token)
-               .bind(2, row.event)
-               .bind(3, row.holder)
-               .bind(4, row.zone)
-               .bind(5, seats_json(row.seats))
-               .bind(6, row.expires_at_ms)
-               .bind(7, as_column(row.fencing_token))
-               .bind(8, unix_ms_now())
-               .run() > 0;
+    Transaction tx(*this);
+    if (epoch_of(row.event) != epoch) return RowWrite::storage_recovered;
+    const bool added = Statement::Use(*insert_pending_)
+                           .bind(1, row.token)
+                           .bind(2, row.event)
+                           .bind(3, row.holder)
+                           .bind(4, row.zone)
+                           .bind(5, seats_json(row.seats))
+                           .bind(6, row.expires_at_ms)
+                           .bind(7, as_column(row.fencing_token))
+                           .bind(8, unix_ms_now())
+                           .run() > 0;
+    tx.commit();
+    return added ? RowWrite::recorded : RowWrite::refused;
 }
 
 bool Database::extend_pending(const std::string& token, std::int64_t expires_at_ms,
@@ -344,9 +358,10 @@ std::optional<HoldOwner> Database::hold_owner(const std::string& token) {
     return std::nullopt;
 }
 
-bool Database::add_order(const OrderRecord& order) {
+RowWrite Database::add_order(const OrderRecord& order, std::int64_t epoch) {
     std::lock_guard lock(mutex_);
     Transaction tx(*this);
+    if (epoch_of(order.event) != epoch) return RowWrite::storage_recovered;
     Statement::Use(*insert_order_)
         .bind(1, order.order_id)
         .bind(2, order.event)
@@ -361,7 +376,7 @@ bool Database::add_order(const OrderRecord& order) {
     {
         Statement::Use select(*select_order_);
         if (!select.bind(1, order.order_id).step() || select.text(5) != order.hold_token)
-            return false;
+            return RowWrite::refused;
     }
     Statement::Use(*delete_pending_)
         .bind(1, order.hold_token)
@@ -376,7 +391,7 @@ bool Database::add_order(const OrderRecord& order) {
         .bind(6, unix_ms_now())
         .run();
     tx.commit();
-    return true;
+    return RowWrite::recorded;
 }
 
 namespace {
@@ -460,8 +475,21 @@ std::size_t Database::close_lost_holds(const std::string& event) {
             .bind(6, unix_ms_now())
             .run();
     }
+    // A hold, payment or cancellation made before the loss whose row comes after this is
+    // refused it.
+    Statement::Use(*bump_epoch_).bind(1, event).run();
     tx.commit();
     return rows.size();
+}
+
+std::int64_t Database::storage_epoch(const std::string& event) {
+    std::lock_guard lock(mutex_);
+    return epoch_of(event);
+}
+
+std::int64_t Database::epoch_of(const std::string& event) {
+    Statement::Use select(*select_epoch_);
+    return select.bind(1, event).step() ? select.integer(0) : 0;
 }
 
 std::uint64_t Database::max_fencing_token(const std::string& event) {
@@ -471,11 +499,18 @@ std::uint64_t Database::max_fencing_token(const std::string& event) {
     return static_cast<std::uint64_t>(select.integer(0));
 }
 
-bool Database::cancel_order(const std::string& order_id, std::uint64_t fencing_token) {
+RowWrite Database::cancel_order(const std::string& order_id, const std::string& event,
+                                std::uint64_t fencing_token, std::int64_t epoch) {
     std::lock_guard lock(mutex_);
-    Statement::Use update(*cancel_order_);
-    return update.bind(1, order_id).bind(2, as_column(fencing_token)).bind(3, unix_ms_now()).run() >
-           0;
+    Transaction tx(*this);
+    if (epoch_of(event) != epoch) return RowWrite::storage_recovered;
+    const bool cancelled = Statement::Use(*cancel_order_)
+                               .bind(1, order_id)
+                               .bind(2, as_column(fencing_token))
+                               .bind(3, unix_ms_now())
+                               .run() > 0;
+    tx.commit();
+    return cancelled ? RowWrite::recorded : RowWrite::refused;
 }
 
 void Database::prune_closed_holds(std::int64_t before_ms) {

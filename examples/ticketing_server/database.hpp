@@ -46,6 +46,13 @@ struct PendingReservation {
 /// was recovered after a storage without persistence restarted empty).
 enum class HoldOutcome { released, confirmed, expired, lost };
 
+/// What a write of a row after a storage change did (add_pending, add_order, cancel_order).
+enum class RowWrite {
+    recorded,
+    refused,           ///< by the write's own rule (see each)
+    storage_recovered  ///< the event's storage epoch moved on: a recovery ran since `epoch`
+};
+
 /// Whose hold a token is.
 struct HoldOwner {
     std::string event;
@@ -75,9 +82,12 @@ public:
     Database(const Database&) = delete;
     Database& operator=(const Database&) = delete;
 
-    /// Records a new hold. Refused (false) when the token is already closed: a hold that
-    /// expired before its row was written must not leave a row behind.
-    bool add_pending(const PendingReservation& row);
+    /// Records a new hold; `epoch` is the event's storage epoch as read before the hold
+    /// was made. Refused when the token is already closed (a hold that expired before its
+    /// row was written must not leave a row behind); storage_recovered when the epoch
+    /// moved on: a recovery closed the event's rows meanwhile, and the hold may have gone
+    /// with the storage.
+    RowWrite add_pending(const PendingReservation& row, std::int64_t epoch);
 
     /// Moves a pending row's expiry. false when the row is gone or has a newer token.
     bool extend_pending(const std::string& token, std::int64_t expires_at_ms,
@@ -91,15 +101,22 @@ public:
     /// Whose token this is, from the pending row or the closed-hold record.
     std::optional<HoldOwner> hold_owner(const std::string& token);
 
-    /// Records a paid order and closes its pending row, in one transaction. false when
-    /// the order id is already used by another hold (order ids are unique server-wide).
-    bool add_order(const OrderRecord& order);
+    /// Records a paid order and closes its pending row, in one transaction; `epoch` as in
+    /// add_pending, read before the payment was made. Refused when the order id is already
+    /// used by another hold (order ids are unique server-wide); storage_recovered when the
+    /// epoch moved on: a recovery restored the event's paid orders without this one, and
+    /// the storage may have lost it.
+    RowWrite add_order(const OrderRecord& order, std::int64_t epoch);
 
     /// The order with this id, if any.
     std::optional<OrderRecord> order(const std::string& order_id);
 
-    /// Marks an order cancelled. false when its fencing token is newer than `fencing_token`.
-    bool cancel_order(const std::string& order_id, std::uint64_t fencing_token);
+    /// Marks an order of `event` cancelled; `epoch` as in add_pending, read before the
+    /// cancellation was made. Refused when its fencing token is newer than
+    /// `fencing_token`; storage_recovered when the epoch moved on: a recovery restored the
+    /// order paid meanwhile, and the storage may have lost the cancellation.
+    RowWrite cancel_order(const std::string& order_id, const std::string& event,
+                          std::uint64_t fencing_token, std::int64_t epoch);
 
     /// A buyer's pending holds that end after `now_ms` (a row outlives its hold until the
     /// expiry drain closes it), in every event or in `event`, oldest first.
@@ -114,9 +131,15 @@ public:
     /// Every paid (not cancelled) order of an event, oldest first: what recovery restores.
     std::vector<OrderRecord> paid_orders(const std::string& event);
 
-    /// Closes every pending row of an event as lost, whatever its fencing token: recovery
-    /// calls it once the storage has lost the event and every hold in it. How many.
+    /// Closes every pending row of an event as lost, whatever its fencing token, and moves
+    /// the event's storage epoch on, in one transaction: recovery calls it once the
+    /// storage has lost the event and every hold in it. How many.
     std::size_t close_lost_holds(const std::string& event);
+
+    /// The event's storage epoch: how many times it was recovered after the storage lost
+    /// it (0 when never). A change made in the storage under another epoch is refused its
+    /// row.
+    std::int64_t storage_epoch(const std::string& event);
 
     /// The largest fencing token any row of the event carries (0 when none): recovery
     /// raises the storage's fencing counter past it.
@@ -131,6 +154,7 @@ private:
 
     void exec(const char* sql);
     void migrate_closed_holds();
+    std::int64_t epoch_of(const std::string& event);
     [[noreturn]] void fail(const char* what) const;
 
     std::mutex mutex_;
@@ -152,6 +176,8 @@ private:
     Statement* select_max_fence_ = nullptr;
     Statement* select_holds_of_ = nullptr;
     Statement* select_orders_of_ = nullptr;
+    Statement* select_epoch_ = nullptr;
+    Statement* bump_epoch_ = nullptr;
 };
 
 /// Unix milliseconds now, the unit of every time column.

@@ -2,7 +2,7 @@
 // a call waiting on the disk or on SQLite's busy timeout (another process writing the same
 // file) never holds a thread that serves HTTP. A coroutine awaits a call's result:
 //
-//     const bool added = co_await pool.run([&](Database& db) { return db.add_pending(row); });
+//     const auto epoch = co_await pool.run([&](Database& db) { return db.storage_epoch(event); });
 //
 // and resumes on its own executor; an exception of the call (DatabaseError) is rethrown
 // there.

@@ -102,6 +102,7 @@ Task<void> Ticketing::recover(seatlock::EventSpec event) {
         if (closed > 0)
             log("event {}: {} pending holds were lost with the storage", event.id, closed);
     }
+    co_await refresh_epoch(event.id);
     // The storage's fencing counter may have gone with it: later tokens must still beat
     // every row's, or the database would refuse them.
     const auto fenced =
@@ -159,6 +160,20 @@ Task<void> Ticketing::raise_fencing(std::string group_key, std::uint64_t at_leas
             });
         },
         use_awaitable, std::move(step));
+}
+
+std::int64_t Ticketing::known_epoch(const std::string& event) const {
+    std::lock_guard lock(epochs_mutex_);
+    const auto it = epochs_.find(event);
+    return it == epochs_.end() ? 0 : it->second;
+}
+
+// Only ever raised: a slower read of an older epoch must not undo a newer one.
+asio::awaitable<void> Ticketing::refresh_epoch(std::string event) {
+    const auto epoch = co_await db_.run([&](Database& db) { return db.storage_epoch(event); });
+    std::lock_guard lock(epochs_mutex_);
+    auto& known = epochs_[event];
+    known = std::max(known, epoch);
 }
 
 std::optional<std::string> Ticketing::trouble() const {
@@ -226,6 +241,9 @@ Task<std::vector<OrderRecord>> Ticketing::orders_of(std::string buyer,
 
 Task<seatlock::Hold> Ticketing::hold(std::string buyer, std::string event,
                                      seatlock::HoldRequest request, std::string idempotency_key) {
+    // Read before the hold is made: a recovery that may have lost it moves the database's
+    // epoch past this one, and the row is then refused (see add_pending).
+    const auto epoch = known_epoch(event);
     const seatlock::HoldOptions options{std::nullopt, idempotency_key};
     auto hold = co_await store_.async_hold(event, buyer, request, options, use_awaitable);
     watch(hold);
@@ -242,10 +260,11 @@ Task<seatlock::Hold> Ticketing::hold(std::string buyer, std::string event,
     const PendingReservation row{
         hold->token,           event, buyer, hold->zone, hold->seats, to_unix_ms(hold->expires_at),
         guard->fencing_token()};
-    bool recorded = false;
+    auto written = RowWrite::refused;
     std::exception_ptr failed;
     try {
-        recorded = co_await db_.run([&row](Database& db) { return db.add_pending(row); });
+        written =
+            co_await db_.run([&row, epoch](Database& db) { return db.add_pending(row, epoch); });
     } catch (const DatabaseError&) {
         failed = std::current_exception();
     }
@@ -254,8 +273,23 @@ Task<seatlock::Hold> Ticketing::hold(std::string buyer, std::string event,
         co_await unlock(*guard);
         std::rethrow_exception(failed);
     }
+    if (written == RowWrite::storage_recovered) {
+        // A recovery ran since `epoch` was read, so after the hold was made: the hold may
+        // have gone with the storage and its seats be free for others, and its row would
+        // never be closed. If it did not (this server had not yet seen another's recovery,
+        // its epoch was stale), the buyer's retry records it under the epoch read here: a
+        // stale epoch costs a retry, never a lost hold answered as made.
+        co_await refresh_epoch(event);
+        co_await undo(hold->token, idempotency_key);
+        co_await unlock(*guard);
+        co_return Failure(errc::storage_lost,
+                          "the storage lost its data while hold " + hold->token +
+                              " was being recorded (event " + event +
+                              " was recovered meanwhile): hold again",
+                          {event});
+    }
     co_await unlock(*guard);
-    if (!recorded && !hold->replayed) {
+    if (written != RowWrite::recorded && !hold->replayed) {
         // Only possible with a ttl shorter than this call: the drain closed it first.
         co_return Failure(errc::hold_expired,
                           "hold " + hold->token + " expired before it was recorded", hold->seats);
@@ -313,6 +347,9 @@ Task<seatlock::Order> Ticketing::confirm(std::string buyer, std::string token,
                                   order_key(owner->event, payment_id)};
     auto guard = co_await locks_.async_lock_all(std::move(keys), use_awaitable);
     if (!guard) co_return std::move(guard).error();
+    // Read before the payment is made, as in hold(): an order row written after a recovery
+    // that never restored it would stand for seats the storage sells again.
+    const auto epoch = known_epoch(owner->event);
     auto order = co_await store_.async_confirm(token, payment_id, use_awaitable);
     watch(order);
     if (!order) {
@@ -328,9 +365,22 @@ Task<seatlock::Order> Ticketing::confirm(std::string buyer, std::string token,
                              order->cancelled,
                              to_unix_ms(order->paid_at),
                              guard->fencing_token()};
-    const bool recorded =
-        co_await db_.run([&record](Database& db) { return db.add_order(record); });
-    if (!recorded) {
+    const auto written =
+        co_await db_.run([&record, epoch](Database& db) { return db.add_order(record, epoch); });
+    if (written == RowWrite::storage_recovered) {
+        // As in hold(). Nothing to undo: a lost order is gone, and a real one (a stale
+        // epoch) stays paid: the retry with the same payment id gets it back from the
+        // storage and records it.
+        co_await refresh_epoch(owner->event);
+        co_await unlock(*guard);
+        co_return Failure(errc::storage_lost,
+                          "the storage lost its data while payment " + payment_id +
+                              " was being recorded (event " + owner->event +
+                              " was recovered meanwhile): confirm again (if the hold went "
+                              "with the storage, the retry says so)",
+                          {owner->event});
+    }
+    if (written == RowWrite::refused) {
         // Another event's hold took this payment id between the check above and now.
         const std::optional<std::string> holder = buyer;
         (void)co_await store_.async_cancel(order->event, order->id, holder, use_awaitable);
@@ -377,15 +427,31 @@ Task<seatlock::Order> Ticketing::cancel(std::string buyer, std::string order_id)
     const std::string key = order_key(record->event, order_id);
     auto guard = co_await locks_.async_lock(key, use_awaitable);
     if (!guard) co_return std::move(guard).error();
+    // Read before the cancellation is made, as in hold(): a recovery since then restored
+    // the order paid, and the storage may have lost the cancellation.
+    const auto epoch = known_epoch(record->event);
     const std::optional<std::string> holder = buyer;
     auto order = co_await store_.async_cancel(record->event, order_id, holder, use_awaitable);
     watch(order);
-    if (order) {
-        const auto fence = guard->fencing_token();
-        co_await db_.run([&](Database& db) { return db.cancel_order(order_id, fence); });
-        metrics_.order_cancelled();
+    if (!order) {
+        co_await unlock(*guard);
+        co_return order;
     }
+    const auto fence = guard->fencing_token();
+    const auto written = co_await db_.run(
+        [&](Database& db) { return db.cancel_order(order_id, record->event, fence, epoch); });
     co_await unlock(*guard);
+    if (written == RowWrite::storage_recovered) {
+        // Cancelling again is harmless: the retry cancels the restored order, or finds it
+        // cancelled (a stale epoch), and records it.
+        co_await refresh_epoch(record->event);
+        co_return Failure(errc::storage_lost,
+                          "the storage lost its data while order " + order_id +
+                              " was being cancelled (event " + record->event +
+                              " was recovered meanwhile): cancel again",
+                          {record->event});
+    }
+    metrics_.order_cancelled();
     co_return order;
 }
 

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <boost/asio/awaitable.hpp>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <seatlock/any_backend.hpp>
@@ -95,6 +96,9 @@ private:
     Task<HoldOwner> owned_hold(std::string buyer, std::string token);
     seatlock::Result<void> sold_here(const std::optional<std::string>& event) const;
     Task<void> recover(seatlock::EventSpec event);
+    // The event's storage epoch as this server last read it from the database (0 before).
+    std::int64_t known_epoch(const std::string& event) const;
+    boost::asio::awaitable<void> refresh_epoch(std::string event);
     Task<void> raise_fencing(std::string group_key, std::uint64_t at_least);
     // Gives back the seats of a hold whose row could not be written, unless the buyer can
     // find the hold again with its idempotency key.
@@ -115,6 +119,9 @@ private:
     std::atomic<bool> lost_{false};
     mutable std::mutex trouble_mutex_;
     std::string trouble_;
+    // Each event's storage epoch (Database::storage_epoch), only ever raised.
+    mutable std::mutex epochs_mutex_;
+    std::map<std::string, std::int64_t, std::less<>> epochs_;
     // Last, so destroyed first: calls still queued run while everything they use exists.
     DatabasePool db_;
 };
