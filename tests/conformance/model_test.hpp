@@ -1,11 +1,12 @@
 // tests/conformance/model_test.hpp: a randomized test of the hold store against a model.
 //
-// 8 threads run 5,000 random operations each (hold, confirm, confirm_late, release,
-// extend, cancel, and letting the clock move) on one event. Each operation and the
-// model's update run under a shared gate; after every step its thread takes the gate
-// exclusively — nothing in flight, every completed operation in the model — and checks
-// the storage against the model: no seat in two holds or orders, no holder over the
-// limit, every paid seat of a live order still paid, every seat nobody claims free.
+// 8 threads run 5,000 random operations each (1,500 in sanitizer builds): hold, confirm,
+// confirm_late, release, extend, cancel, and letting the clock move, on one event. Each
+// operation and the model's update run under a shared gate; after every step its thread
+// takes the gate exclusively — nothing in flight, every completed operation in the
+// model — and checks the storage against the model: no seat in two holds or orders, no
+// holder over the limit, every paid seat of a live order still paid, every seat nobody
+// claims free.
 #pragma once
 
 #include "hold_conformance.hpp"
@@ -20,7 +21,14 @@ template <typename F>
 class ModelRun {
 public:
     static constexpr int threads = 8;
+    // Sanitizer builds run every operation several times slower: fewer steps there
+    // (tests/conformance/CMakeLists.txt sets SEATLOCK_MODEL_STEPS), the full run in the
+    // optimised build.
+#ifdef SEATLOCK_MODEL_STEPS
+    static constexpr int steps = SEATLOCK_MODEL_STEPS;
+#else
     static constexpr int steps = 5000;
+#endif
     static constexpr std::int64_t limit = 3;
 
     ModelRun() : store_(f_.backend(), policy()) {
@@ -310,7 +318,8 @@ TEST_CASE_TEMPLATE_DEFINE("random concurrent operations always agree with the mo
     MESSAGE(std::string(F::name) << ": " << run.successes() << " successful operations, " << run.checks()
                     << " checks against the model");
     CHECK(run.checks() > seatlock::testing::ModelRun<F>::threads * seatlock::testing::ModelRun<F>::steps);
-    CHECK(run.successes() > 2000);
+    // About one operation in twenty succeeding at least: the run did exercise the store.
+    CHECK(run.successes() > seatlock::testing::ModelRun<F>::threads * seatlock::testing::ModelRun<F>::steps / 20);
     CHECK(run.violations() == 0);
     CHECK(run.unexpected() == 0);
 }
