@@ -6,9 +6,10 @@
 // 2 for a bad command line.
 //
 // Threads: --threads run the io_context, where every request and the expiry drain run as
-// coroutines that never block; the database has a thread of its own (database_pool.hpp);
-// the Redis backend one for its pipelined connection. Only the start-up, before the
-// server listens, waits for the storage.
+// coroutines that never block; the database has a thread of its own (database_pool.hpp).
+// The Redis backend's pipelined connection runs on the same io_context: a reply is read
+// and its request resumed on one thread, with no hand-over. Only the start-up, before the
+// server listens, waits for the storage (startup.hpp).
 #include <seatlock/any_backend.hpp>
 #include <seatlock/backends/memory.hpp>
 
@@ -19,17 +20,17 @@
 #include "log.hpp"
 #include "metrics.hpp"
 #include "options.hpp"
+#include "startup.hpp"
 #include "ticketing.hpp"
 #include "venue.hpp"
 #ifdef SEATLOCK_TICKETING_WITH_REDIS
 #include <seatlock/backends/redis.hpp>
 #endif
 
-#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/use_future.hpp>
 #include <csignal>
 #include <cstdio>
 #include <future>
@@ -44,7 +45,8 @@ namespace asio = boost::asio;
 constexpr auto drain_period = std::chrono::milliseconds(250);
 constexpr auto shutdown_grace = std::chrono::seconds(10);
 
-seatlock::Result<seatlock::AnyBackend> make_backend(const ServerOptions& options) {
+seatlock::Result<seatlock::AnyBackend> make_backend(const ServerOptions& options,
+                                                    const asio::any_io_executor& executor) {
     if (options.backend == BackendKind::memory) {
         return seatlock::AnyBackend::make<seatlock::MemoryBackend>();
     }
@@ -54,25 +56,17 @@ seatlock::Result<seatlock::AnyBackend> make_backend(const ServerOptions& options
     // Everything goes through the pipelined connection of the asynchronous API, but the
     // ping below: the blocking pool needs one connection.
     redis_options->pool_size = 1;
-    auto redis = std::make_shared<seatlock::RedisBackend>(std::move(*redis_options));
+    // Its connections run on the server's own threads (RedisBackend(options, executor)).
+    auto redis = std::make_shared<seatlock::RedisBackend>(std::move(*redis_options), executor);
     // Fail at start, not at the first customer's request.
     if (auto ok = redis->ping(); !ok) return std::move(ok).error();
     return seatlock::AnyBackend(std::move(redis));
 #else
+    (void)executor;
     return seatlock::Failure(
         seatlock::errc::invalid_argument,
         "this build has no Redis backend (configure with SEATLOCK_WITH_REDIS=ON)");
 #endif
-}
-
-// Runs `task` to its end on an io_context of its own: for the start-up, before anything
-// serves.
-template <typename T>
-T run_to_end(asio::awaitable<T> task) {
-    asio::io_context io;
-    auto result = asio::co_spawn(io, std::move(task), asio::use_future);
-    io.run();
-    return result.get();
 }
 
 // Runs the io_context until it is stopped; a handler that throws is logged, not fatal.
@@ -95,7 +89,11 @@ int serve(const ServerOptions& options) {
         log("{}", events.error().detail);
         return 1;
     }
-    auto backend = make_backend(options);
+    // Declared before everything that hands it work, so that it is destroyed last; kept
+    // from stopping by itself until the end (startup.hpp says why).
+    asio::io_context ioc(static_cast<int>(options.threads));
+    const KeepRunning keep_running = asio::make_work_guard(ioc);
+    auto backend = make_backend(options, ioc.get_executor());
     if (!backend) {
         log("cannot use the {} backend: {}",
             options.backend == BackendKind::redis ? "redis" : "memory", backend.error().message());
@@ -106,11 +104,9 @@ int serve(const ServerOptions& options) {
     seatlock::HoldPolicy policy;
     policy.hold_ttl = options.hold_ttl;
     policy.max_seats_per_holder = 3;
-    // Declared before everything that hands it work, so that it is destroyed last.
-    asio::io_context ioc(static_cast<int>(options.threads));
     // Through the venue's view: a shared Redis may hold other servers' events too.
     Ticketing ticketing(venue_view(std::move(*backend), *events), policy, db, metrics);
-    if (auto created = run_to_end(ticketing.create_events(*events)); !created) {
+    if (auto created = run_to_end(ioc, keep_running, ticketing.create_events(*events)); !created) {
         log("cannot create the venue's events: {}", created.error().message());
         return 1;
     }
