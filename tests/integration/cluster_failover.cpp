@@ -358,6 +358,12 @@ void check_after_failover(Callers& callers, int new_primary, int slot) {
                                    << callers.cycles(0) << " + " << callers.cycles(1)
                                    << " hold cycles, " << callers.retried()
                                    << " retryable errors retried");
+    // The node asked learns the new primary by gossip, within about a second of the
+    // takeover: give it that long.
+    const auto deadline = Clock::now() + 5s;
+    while (primary_of(slot) != new_primary && Clock::now() < deadline) {
+        std::this_thread::sleep_for(20ms);
+    }
     CHECK(primary_of(slot) == new_primary);
     const auto state = callers.store().seats(callers.event(), "lower").value();
     CHECK(state.front().free == Callers::seats);
