@@ -1,8 +1,7 @@
-// benchmarks/redis_cluster.hpp: the private Redis Cluster of the redis-cluster rows: 3
-// primaries with one replica each on free loopback ports (each node a RedisServer, the
-// launcher of the one-node rows), joined by `redis-cli --cluster create`, ready once every
-// node says cluster_state:ok, stopped at the end. It names its primaries, whose CPU time
-// the rows read one by one: a cluster's throughput is bounded per primary.
+// benchmarks/redis_cluster.hpp: the private Redis Cluster of the redis-cluster rows: the
+// tests' one (tests/support/redis_cluster.hpp: 3 primaries with one replica each on free
+// loopback ports, stopped at the end), and which of its nodes are primaries, whose CPU
+// time the rows read one by one: a cluster's throughput is bounded per primary.
 #pragma once
 
 #include <memory>
@@ -10,14 +9,14 @@
 #include <vector>
 
 namespace seatlock::testing {
-class RedisServer;
+class RedisCluster;
 }
 
 namespace seatlock::bench {
 
 class RedisCluster {
 public:
-    static constexpr int primaries = 3;
+    static constexpr int primaries = 3;  // as testing::RedisCluster
 
     /// Starts and joins the six nodes; throws, saying what failed, when they cannot be.
     RedisCluster();
@@ -31,10 +30,7 @@ public:
     [[nodiscard]] const std::vector<int>& primary_ports() const noexcept { return primary_ports_; }
 
 private:
-    void wait_until_ok() const;
-
-    std::string cli_;
-    std::vector<std::unique_ptr<testing::RedisServer>> nodes_;
+    std::unique_ptr<testing::RedisCluster> nodes_;
     std::vector<int> primary_ports_;
 };
 

@@ -1,10 +1,10 @@
-// tests/support/redis_cluster.hpp: starts a private Redis Cluster for one test program: 3
-// primaries with one replica each, on free loopback ports, each node in a temporary
-// directory of its own (RedisServer), joined by `redis-cli --cluster create`; waits until
-// every node says cluster_state:ok, and stops them all at the end. Never skips: a missing
-// redis-server or redis-cli is an error that says how to install it. A failover test asks
-// for a short cluster-node-timeout (how long a silent node takes to be declared failed)
-// and kills a node with kill().
+// tests/support/redis_cluster.hpp: starts a private Redis Cluster for one test program
+// (or for the benchmark's redis-cluster rows): 3 primaries with one replica each, on free
+// loopback ports, each node in a temporary directory of its own (RedisServer), joined by
+// `redis-cli --cluster create`; waits until every node says cluster_state:ok, and stops
+// them all at the end. Never skips: a missing redis-server or redis-cli is an error that
+// says how to install it. A failover test asks for a short cluster-node-timeout (how long
+// a silent node takes to be declared failed) and kills a node with kill().
 #pragma once
 
 #include "support/redis_server.hpp"
@@ -98,7 +98,7 @@ private:
             if (::access(candidate, X_OK) == 0) return candidate;
         }
         throw std::runtime_error(
-            "redis-cli not found: the Redis Cluster tests need it (Debian: apt-get install "
+            "redis-cli not found: a private Redis Cluster needs it (Debian: apt-get install "
             "redis-tools, or run ./dev test as root, which installs it)");
     }
 
