@@ -206,14 +206,11 @@ Database::Database(const std::string& path) {
             " fencing_token, created_at_ms)"
             " SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8"
             " WHERE NOT EXISTS (SELECT 1 FROM closed_holds WHERE hold_token = ?1)"
-            " ON CONFLICT (hold_token) DO UPDATE SET expires_at_ms = excluded.expires_at_ms,"
-            " fencing_token = excluded.fencing_token"
-            " WHERE excluded.fencing_token > pending_reservations.fencing_token");
+            " ON CONFLICT (hold_token) DO NOTHING");
         update_pending_ = prepare(
             "UPDATE pending_reservations SET expires_at_ms = ?2, fencing_token = ?3"
             " WHERE hold_token = ?1 AND fencing_token < ?3");
-        delete_pending_ = prepare(
-            "DELETE FROM pending_reservations WHERE hold_token = ?1 AND fencing_token < ?2");
+        delete_pending_ = prepare("DELETE FROM pending_reservations WHERE hold_token = ?1");
         insert_closed_ = prepare(
             "INSERT INTO closed_holds (hold_token, event, holder, outcome, fencing_token, "
             "closed_at_ms)"
@@ -241,7 +238,6 @@ Database::Database(const std::string& path) {
             "fencing_token FROM orders WHERE event = ?1 AND status = 'paid' ORDER BY paid_at_ms");
         select_pending_of_ = prepare(
             "SELECT hold_token, holder FROM pending_reservations WHERE event = ?1");
-        delete_pending_any_ = prepare("DELETE FROM pending_reservations WHERE hold_token = ?1");
         select_max_fence_ = prepare(
             "SELECT max(m) FROM (SELECT max(fencing_token) AS m FROM pending_reservations"
             " WHERE event = ?1 UNION ALL SELECT max(fencing_token) FROM closed_holds"
@@ -330,18 +326,19 @@ bool Database::extend_pending(const std::string& token, std::int64_t expires_at_
     return update.bind(1, token).bind(2, expires_at_ms).bind(3, as_column(fencing_token)).run() > 0;
 }
 
+// No fencing token: the storage ended the hold, and an ended hold never comes back, so
+// the row goes whoever wrote it last.
 void Database::close_hold(const std::string& token, const std::string& event,
-                          const std::string& holder, HoldOutcome outcome,
-                          std::uint64_t fencing_token) {
+                          const std::string& holder, HoldOutcome outcome) {
     std::lock_guard lock(mutex_);
     Transaction tx(*this);
-    Statement::Use(*delete_pending_).bind(1, token).bind(2, as_column(fencing_token)).run();
+    Statement::Use(*delete_pending_).bind(1, token).run();
     Statement::Use(*insert_closed_)
         .bind(1, token)
         .bind(2, event)
         .bind(3, holder)
         .bind(4, std::string(outcome_name(outcome)))
-        .bind(5, as_column(fencing_token))
+        .bind(5, std::int64_t{0})
         .bind(6, unix_ms_now())
         .run();
     tx.commit();
@@ -378,10 +375,7 @@ RowWrite Database::add_order(const OrderRecord& order, std::int64_t epoch) {
         if (!select.bind(1, order.order_id).step() || select.text(5) != order.hold_token)
             return RowWrite::refused;
     }
-    Statement::Use(*delete_pending_)
-        .bind(1, order.hold_token)
-        .bind(2, as_column(order.fencing_token))
-        .run();
+    Statement::Use(*delete_pending_).bind(1, order.hold_token).run();
     Statement::Use(*insert_closed_)
         .bind(1, order.hold_token)
         .bind(2, order.event)
@@ -465,7 +459,7 @@ std::size_t Database::close_lost_holds(const std::string& event) {
         while (select.step()) rows.emplace_back(select.text(0), select.text(1));
     }
     for (const auto& [token, holder] : rows) {
-        Statement::Use(*delete_pending_any_).bind(1, token).run();
+        Statement::Use(*delete_pending_).bind(1, token).run();
         Statement::Use(*insert_closed_)
             .bind(1, token)
             .bind(2, event)

@@ -4,9 +4,15 @@
 //
 // seatlock decides who holds and owns which seat; these rows are the application's
 // bookkeeping of it (what a payment service, an e-mail job or a refund desk reads).
-// Every write is made under a seatlock lock and carries that lock's fencing token: a
-// write whose token is not larger than the row's current one comes from a writer whose
-// lease ran out and is refused, so a paused process can never overwrite newer state.
+// Each row is written after seatlock applied the change it records, and no write can
+// take a row back to an earlier state, whatever order writes from several requests or
+// servers arrive in:
+// - a hold's pending row is written once (add_pending), never after the hold was closed;
+// - closing a hold (released, confirmed, expired, lost) is final: the storage ended it;
+// - the writes of an order and of a hold's new expiry (add_order, cancel_order,
+//   extend_pending) are made under a seatlock lock and carry its fencing token: one whose
+//   token is not larger than the row's comes from a writer whose lease ran out and is
+//   refused, so a paused process can never overwrite newer state.
 //
 // A hold whose pending row is deleted (released, confirmed or expired) leaves a small
 // "closed hold" record behind, for a day, so that a late call on its token is still
@@ -39,7 +45,7 @@ struct PendingReservation {
     std::string zone;
     std::vector<std::string> seats;
     std::int64_t expires_at_ms = 0;  ///< Unix milliseconds
-    std::uint64_t fencing_token = 0;
+    std::uint64_t fencing_token = 0;  ///< of the last extend; 0 before (a hold takes no lock)
 };
 
 /// How a hold ended, as recorded in closed_holds. `lost`: the storage lost it (its event
@@ -83,8 +89,9 @@ public:
     Database& operator=(const Database&) = delete;
 
     /// Records a new hold; `epoch` is the event's storage epoch as read before the hold
-    /// was made. Refused when the token is already closed (a hold that expired before its
-    /// row was written must not leave a row behind); storage_recovered when the epoch
+    /// was made. Refused when the row is there already (a replayed hold) or the token is
+    /// already closed (a hold that expired, or was released after a replay read it, before
+    /// this row was written must not leave a row behind); storage_recovered when the epoch
     /// moved on: a recovery closed the event's rows meanwhile, and the hold may have gone
     /// with the storage.
     RowWrite add_pending(const PendingReservation& row, std::int64_t epoch);
@@ -93,10 +100,11 @@ public:
     bool extend_pending(const std::string& token, std::int64_t expires_at_ms,
                         std::uint64_t fencing_token);
 
-    /// Deletes the pending row (if any, and if not newer) and remembers how the hold ended.
-    /// Idempotent: closing again changes nothing.
+    /// Deletes the pending row (if any, whatever its fencing token) and remembers how the
+    /// hold ended: the storage ended it, and nothing written after can bring the row back.
+    /// Idempotent: closing again changes nothing (the first outcome stays).
     void close_hold(const std::string& token, const std::string& event, const std::string& holder,
-                    HoldOutcome outcome, std::uint64_t fencing_token);
+                    HoldOutcome outcome);
 
     /// Whose token this is, from the pending row or the closed-hold record.
     std::optional<HoldOwner> hold_owner(const std::string& token);
@@ -172,7 +180,6 @@ private:
     Statement* prune_closed_ = nullptr;
     Statement* select_paid_ = nullptr;
     Statement* select_pending_of_ = nullptr;
-    Statement* delete_pending_any_ = nullptr;
     Statement* select_max_fence_ = nullptr;
     Statement* select_holds_of_ = nullptr;
     Statement* select_orders_of_ = nullptr;

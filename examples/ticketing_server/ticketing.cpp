@@ -1,9 +1,14 @@
-// ticketing.cpp: each call is "ask seatlock, then write the row under a lock".
+// ticketing.cpp: each call is "ask seatlock, then write the row".
 //
 // seatlock goes first because it is the authority on seats: a row is only ever written
-// for something that really happened. The lock serialises the row writes of one hold or
-// order across server processes that share the database, and its fencing token lets the
-// database refuse a write from a process whose lease ran out meanwhile.
+// for something that really happened. A hold's row is written once and closed once (the
+// storage decides which of a release, a payment or an expiry ends a hold, and only one
+// does), and the database refuses the writes that would take a row back (database.hpp):
+// a hold and a release need no lock, one storage call each. The writes that change a live
+// row (a new expiry, an order paid or cancelled) are made under a lock on the hold or
+// order, which serialises them across server processes that share the database; its
+// fencing token lets the database refuse a write from a process whose lease ran out
+// meanwhile.
 #include "ticketing.hpp"
 
 #include <fmt/format.h>
@@ -200,6 +205,17 @@ asio::awaitable<void> Ticketing::unlock(Guard& guard) {
     if (!released && release_given_up(released.error())) metrics_.lock_release_error();
 }
 
+asio::awaitable<Failure> Ticketing::recovered_meanwhile(std::string event, std::string what,
+                                                        std::string retry) {
+    // The server's epoch was stale or a recovery ran since it was read: either way the
+    // next call must compare against the database's.
+    co_await refresh_epoch(event);
+    co_return Failure(errc::storage_lost,
+                      "the storage lost its data while " + what + " (event " + event +
+                          " was recovered meanwhile): " + retry,
+                      {event});
+}
+
 asio::awaitable<void> Ticketing::undo(std::string token, std::string idempotency_key) {
     if (idempotency_key.empty()) (void)co_await store_.async_release(token, use_awaitable);
 }
@@ -250,16 +266,11 @@ Task<seatlock::Hold> Ticketing::hold(std::string buyer, std::string event,
     if (!hold) co_return hold;
     if (hold->replayed && hold->status != seatlock::HoldStatus::held) co_return hold;
     // Without its row nobody could act on the hold: give the seats back on any failure,
-    // unless the buyer can retry with the same key and find the hold again.
-    const std::string key = hold_key(event, hold->token);
-    auto guard = co_await locks_.async_lock(key, use_awaitable);
-    if (!guard) {
-        co_await undo(hold->token, idempotency_key);
-        co_return std::move(guard).error();
-    }
+    // unless the buyer can retry with the same key and find the hold again. No lock: the
+    // row is new, and a close that came first (the hold expired, or a replay's row was
+    // written and released) refuses it.
     const PendingReservation row{
-        hold->token,           event, buyer, hold->zone, hold->seats, to_unix_ms(hold->expires_at),
-        guard->fencing_token()};
+        hold->token, event, buyer, hold->zone, hold->seats, to_unix_ms(hold->expires_at), 0};
     auto written = RowWrite::refused;
     std::exception_ptr failed;
     try {
@@ -270,7 +281,6 @@ Task<seatlock::Hold> Ticketing::hold(std::string buyer, std::string event,
     }
     if (failed) {
         co_await undo(hold->token, idempotency_key);
-        co_await unlock(*guard);
         std::rethrow_exception(failed);
     }
     if (written == RowWrite::storage_recovered) {
@@ -279,16 +289,11 @@ Task<seatlock::Hold> Ticketing::hold(std::string buyer, std::string event,
         // never be closed. If it did not (this server had not yet seen another's recovery,
         // its epoch was stale), the buyer's retry records it under the epoch read here: a
         // stale epoch costs a retry, never a lost hold answered as made.
-        co_await refresh_epoch(event);
+        auto lost = co_await recovered_meanwhile(
+            event, "hold " + hold->token + " was being recorded", "hold again");
         co_await undo(hold->token, idempotency_key);
-        co_await unlock(*guard);
-        co_return Failure(errc::storage_lost,
-                          "the storage lost its data while hold " + hold->token +
-                              " was being recorded (event " + event +
-                              " was recovered meanwhile): hold again",
-                          {event});
+        co_return lost;
     }
-    co_await unlock(*guard);
     if (written != RowWrite::recorded && !hold->replayed) {
         // Only possible with a ttl shorter than this call: the drain closed it first.
         co_return Failure(errc::hold_expired,
@@ -371,14 +376,11 @@ Task<seatlock::Order> Ticketing::confirm(std::string buyer, std::string token,
         // As in hold(). Nothing to undo: a lost order is gone, and a real one (a stale
         // epoch) stays paid: the retry with the same payment id gets it back from the
         // storage and records it.
-        co_await refresh_epoch(owner->event);
+        auto lost = co_await recovered_meanwhile(
+            owner->event, "payment " + payment_id + " was being recorded",
+            "confirm again (if the hold went with the storage, the retry says so)");
         co_await unlock(*guard);
-        co_return Failure(errc::storage_lost,
-                          "the storage lost its data while payment " + payment_id +
-                              " was being recorded (event " + owner->event +
-                              " was recovered meanwhile): confirm again (if the hold went "
-                              "with the storage, the retry says so)",
-                          {owner->event});
+        co_return lost;
     }
     if (written == RowWrite::refused) {
         // Another event's hold took this payment id between the check above and now.
@@ -396,22 +398,14 @@ Task<seatlock::Order> Ticketing::confirm(std::string buyer, std::string token,
 Task<void> Ticketing::release(std::string buyer, std::string token) {
     auto owner = co_await owned_hold(buyer, token);
     if (!owner) co_return std::move(owner).error();
-    const std::string key = hold_key(owner->event, token);
-    auto guard = co_await locks_.async_lock(key, use_awaitable);
-    if (!guard) co_return std::move(guard).error();
+    // No lock: once the storage has ended the hold, its row closes whoever wrote it last.
     auto released = co_await store_.async_release(token, use_awaitable);
     watch(released);
     // unknown_hold: seatlock no longer remembers it (released long ago, or lost with the
     // storage): the hold is gone either way, and so must its row be.
-    if (!released && !released.is(errc::unknown_hold)) {
-        co_await unlock(*guard);
-        co_return released;
-    }
+    if (!released && !released.is(errc::unknown_hold)) co_return released;
     const auto outcome = released ? HoldOutcome::released : HoldOutcome::lost;
-    const auto fence = guard->fencing_token();
-    co_await db_.run(
-        [&](Database& db) { db.close_hold(token, owner->event, buyer, outcome, fence); });
-    co_await unlock(*guard);
+    co_await db_.run([&](Database& db) { db.close_hold(token, owner->event, buyer, outcome); });
     metrics_.hold_released();
     co_return Result<void>();
 }
@@ -444,12 +438,8 @@ Task<seatlock::Order> Ticketing::cancel(std::string buyer, std::string order_id)
     if (written == RowWrite::storage_recovered) {
         // Cancelling again is harmless: the retry cancels the restored order, or finds it
         // cancelled (a stale epoch), and records it.
-        co_await refresh_epoch(record->event);
-        co_return Failure(errc::storage_lost,
-                          "the storage lost its data while order " + order_id +
-                              " was being cancelled (event " + record->event +
-                              " was recovered meanwhile): cancel again",
-                          {record->event});
+        co_return co_await recovered_meanwhile(
+            record->event, "order " + order_id + " was being cancelled", "cancel again");
     }
     metrics_.order_cancelled();
     co_return order;
@@ -471,16 +461,10 @@ Task<std::size_t> Ticketing::drain_expired() {
         if (!batch) co_return std::move(batch).error();
         std::vector<std::string> done;
         for (const auto& expired : *batch) {
-            // Busy means a request is writing this hold's row right now: next delivery.
-            const std::string key = hold_key(expired.event, expired.token);
-            auto guard = co_await locks_.async_try_lock(key, use_awaitable);
-            if (!guard) continue;
-            const auto fence = guard->fencing_token();
+            // No lock, as in release(): the storage ended the hold.
             co_await db_.run([&](Database& db) {
-                db.close_hold(expired.token, expired.event, expired.holder, HoldOutcome::expired,
-                              fence);
+                db.close_hold(expired.token, expired.event, expired.holder, HoldOutcome::expired);
             });
-            co_await unlock(*guard);
             done.push_back(expired.token);
         }
         if (!done.empty()) {

@@ -3,8 +3,9 @@
 //
 // seatlock's SeatHoldStore decides every seat atomically; this class adds what an
 // application adds around it: who may act on a hold or an order (the buyer who made
-// it), the pending-reservation and order rows, and a LockManager lock around each row
-// write whose fencing token is stored with the row. Transport-free: the HTTP layer
+// it), the pending-reservation and order rows, and a LockManager lock around each
+// write that changes a live row (an extend, a payment, a cancellation), whose fencing
+// token is stored with the row. Transport-free: the HTTP layer
 // (api.hpp) turns requests into these calls and Results into responses.
 //
 // Every call is a coroutine that never blocks its thread: seatlock is called through its
@@ -99,6 +100,12 @@ private:
     // The event's storage epoch as this server last read it from the database (0 before).
     std::int64_t known_epoch(const std::string& event) const;
     boost::asio::awaitable<void> refresh_epoch(std::string event);
+    // The storage_lost failure of a row refused because the event's storage epoch moved
+    // on while `what` ("hold ... was being recorded"); tells the caller to `retry`. Reads
+    // the epoch anew first.
+    boost::asio::awaitable<seatlock::Failure> recovered_meanwhile(std::string event,
+                                                                  std::string what,
+                                                                  std::string retry);
     Task<void> raise_fencing(std::string group_key, std::uint64_t at_least);
     // Gives back the seats of a hold whose row could not be written, unless the buyer can
     // find the hold again with its idempotency key.

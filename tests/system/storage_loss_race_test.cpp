@@ -39,11 +39,16 @@ namespace {
 
 // A storage that loses its data at a chosen step: every call goes to the current
 // MemoryBackend; at the armed step it is replaced by an empty one, and the armed function
-// runs, before the step (hold, lock) or after it (confirm, cancel: applied to the lost
+// runs, before the step (before_next_hold) or after it (after_next_*: applied to the lost
 // one).
 class LosingStorage {
 public:
-    enum class Step { before_next_hold, next_lock, after_next_confirm, after_next_cancel };
+    enum class Step {
+        before_next_hold,
+        after_next_hold,
+        after_next_confirm,
+        after_next_cancel
+    };
 
     void lose_at(Step step, std::function<void()> then) {
         std::lock_guard lock(mutex_);
@@ -53,7 +58,6 @@ public:
 
     Result<std::uint64_t> acquire_locks(std::span<const std::string> k, const std::string& o,
                                         seatlock::Millis l) {
-        lose_if(Step::next_lock);
         return current()->acquire_locks(k, o, l);
     }
     Result<bool> release_locks(std::span<const std::string> k, const std::string& o) {
@@ -70,7 +74,9 @@ public:
     Result<std::vector<seatlock::EventSpec>> events() { return current()->events(); }
     Result<seatlock::Hold> hold(const seatlock::HoldCommand& c) {
         lose_if(Step::before_next_hold);
-        return current()->hold(c);
+        auto hold = current()->hold(c);
+        lose_if(Step::after_next_hold);
+        return hold;
     }
     Result<seatlock::Order> confirm(const seatlock::ConfirmCommand& c) {
         auto order = current()->confirm(c);
@@ -216,7 +222,7 @@ TEST_CASE(
     "a hold made before the storage lost its data and recorded after the recovery is "
     "refused") {
     TwoServers servers;
-    servers.lose_storage_at(LosingStorage::Step::next_lock);
+    servers.lose_storage_at(LosingStorage::Step::after_next_hold);
 
     const auto lost = hold(servers.a, "ann");
     REQUIRE(servers.recovered);
