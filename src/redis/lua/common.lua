@@ -39,9 +39,10 @@
 -- * Lua pays for every call into C (string functions, tonumber, ipairs) and for every
 --   string and table it makes (the collector runs in the call's time too), and each
 --   redis.call costs about as much as a dozen of those. So the hot functions (locks,
---   hold, release, confirm) check each argument with one anchored pattern and an event's
---   names once (its keys are remembered), hand numbers to redis.call as strings made once
---   by '%d' (Redis would print each one with '%.17g', the slow way), and change a record
+--   hold, release, confirm) check an argument, or a hold's ids together, with one anchored
+--   pattern and an event's names once (its keys are remembered), hand numbers to
+--   redis.call as strings made once by '%d' (Redis would print each one with '%.17g', the
+--   slow way; counters' recurring values are remembered), and change a record
 --   by cutting its text rather than parsing and rebuilding it.
 --   benchmarks/lua/function_cost.sh measures them.
 
@@ -137,11 +138,11 @@ local function arg_prefix(i)
 end
 
 -- Checks that ARGV[i] is a hold token of the event whose keys are K (arg_event):
--- "<event>.<32 lowercase hex digits>".
+-- "<event>.<32 lowercase hex digits>": its length, then one pattern search, the event's
+-- (K.token_pattern: the event id with its punctuation escaped, then the hex digits).
 local function arg_token(i, K)
-  local v, head = ARGV[i], K.token_head
-  if not v or #v ~= #head + 32 or string.find(v, head, 1, true) ~= 1 or
-      not string.find(v, '^[0-9a-f]*$', #head + 1) then
+  local v = ARGV[i]
+  if not v or #v ~= K.token_length or not string.find(v, K.token_pattern) then
     malformed('hold token of event ' .. K.id .. ' (ARGV[' .. i .. '])')
   end
   return v
@@ -212,7 +213,10 @@ local function arg_event(i)
   arg_id(i + 1, 'event id')
   local tag = ':{' .. event .. '}'
   K = {
-    id = event, token_head = event .. '.', prefix = prefix, tag = tag,
+    id = event, prefix = prefix, tag = tag,
+    -- A token of this event (arg_token): the id, its punctuation escaped, then '.' and 32
+    -- lowercase hex digits; ids have no other magic characters.
+    token_length = #event + 33, token_pattern = '^' .. string.gsub(event, '%p', '%%%0') .. '%.[0-9a-f]*$',
     event = prefix .. ':event' .. tag, paid = prefix .. ':paid' .. tag,
     deadlines = prefix .. ':deadlines' .. tag, expired = prefix .. ':expired' .. tag,
     free = free_key, seats = seats_key, zone_keys = {free = {}, seats = {}}, zone_names = 0,
@@ -437,10 +441,24 @@ local function counts_of(u, v)
   return held, v and v + 0 or 0, (u - held) / HOLD_UNIT
 end
 
+-- A counter's value or change as digits (digits), remembered: holders hold the same few
+-- numbers of seats, so the same few values recur. Afresh past 1,000.
+local COUNTS, counts = {}, 0
+
+local function count_digits(n)
+  local text = COUNTS[n]
+  if not text then
+    text = digits(n)
+    if counts >= 1000 then COUNTS, counts = {}, 0 end
+    COUNTS[n], counts = text, counts + 1
+  end
+  return text
+end
+
 -- Adds `held` seats and `holds` holds to a holder's counter u:<holder>; deletes the field
 -- once it is back at 0.
 local function count_holds(K, field, held, holds)
-  if redis.call('HINCRBY', K.event, field, digits(held + HOLD_UNIT * holds)) == 0 then
+  if redis.call('HINCRBY', K.event, field, count_digits(held + HOLD_UNIT * holds)) == 0 then
     redis.call('HDEL', K.event, field)
   end
 end

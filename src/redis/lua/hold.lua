@@ -20,11 +20,28 @@ local one_active = arg_flag(10, 'one active hold flag')
 if kind == 'seats' then arg_count(11 + n, 'hold of named seats') else arg_count(11, 'hold of a quantity') end
 local K = arg_event(1)
 local event = ARGV[2]
-local holder = arg_id(3, 'holder id')
-local zone = arg_id(5, 'zone id')
-local key = ARGV[11]
-if key ~= '' then arg_id(11, 'idempotency key') end
-if kind == 'seats' then arg_ids(12, 11 + n, 'seat id') end
+-- The ids (holder, zone, idempotency key, seats) are checked as arg_id and arg_ids check
+-- them, but all at once: their lengths one by one, their characters by one pattern search
+-- over their concatenation (ARGV[11..] is the key, '' for none, then the seats). Only a
+-- call that fails is checked again one id at a time, in order, to name the first bad one.
+local holder, zone, key = ARGV[3], ARGV[5], ARGV[11]
+local last = kind == 'seats' and 11 + n or 11
+local well_formed = #holder > 0 and #holder <= MAX_ID and #zone > 0 and #zone <= MAX_ID and #key <= MAX_ID
+if well_formed then
+  for i = 12, last do
+    local length = #ARGV[i]
+    if length == 0 or length > MAX_ID then
+      well_formed = false
+      break
+    end
+  end
+end
+if not well_formed or not string.find(holder .. zone .. table.concat(ARGV, '', 11, last), ID_CHARS) then
+  arg_id(3, 'holder id')
+  arg_id(5, 'zone id')
+  if key ~= '' then arg_id(11, 'idempotency key') end
+  if kind == 'seats' then arg_ids(12, last, 'seat id') end
+end
 local token = arg_token(4, K)
 local asked
 if kind == 'seats' then
@@ -57,11 +74,21 @@ check_keys(K, free_key, seats_key)
 local now = now_ms()
 local zone_field, hold_field, counts_field = 'z:' .. zone, 'h:' .. token, 'u:' .. holder
 local paid_field = 'v:' .. holder
-local key_field = key ~= '' and 'k:' .. holder .. ':' .. key or paid_field
-local ev = redis.call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field, key_field)
+local key_field = key ~= '' and 'k:' .. holder .. ':' .. key
+-- The event hash's fields a hold reads; the idempotency key's (ev[7]) only when there is one.
+local ev
+if key_field then
+  ev = redis.call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field, key_field)
+else
+  ev = redis.call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field)
+end
 if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
 if sweep(K, now, ev[2]) then
-  ev = redis.call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field, key_field)
+  if key_field then
+    ev = redis.call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field, key_field)
+  else
+    ev = redis.call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field)
+  end
 end
 
 if ev[4] then
@@ -208,7 +235,7 @@ if key ~= '' then
   set[#set + 1] = token
 end
 set[#set + 1] = counts_field
-set[#set + 1] = digits(held + n + HOLD_UNIT * (holds + 1))
+set[#set + 1] = count_digits(held + n + HOLD_UNIT * (holds + 1))
 if not ev[2] or expires < ev[2] + 0 then
   set[#set + 1] = 'due'
   set[#set + 1] = expires_at
