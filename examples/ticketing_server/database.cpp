@@ -315,8 +315,11 @@ RowWrite Database::add_pending(const PendingReservation& row, std::int64_t epoch
                            .bind(7, as_column(row.fencing_token))
                            .bind(8, unix_ms_now())
                            .run() > 0;
+    // Not added: the hold was closed, or its row is there already (a replay with the same
+    // idempotency key raced the first call), which is this write done.
+    const bool there = added || Statement::Use(*select_pending_owner_).bind(1, row.token).step();
     tx.commit();
-    return added ? RowWrite::recorded : RowWrite::refused;
+    return there ? RowWrite::recorded : RowWrite::refused;
 }
 
 bool Database::extend_pending(const std::string& token, std::int64_t expires_at_ms,

@@ -89,9 +89,10 @@ public:
     Database& operator=(const Database&) = delete;
 
     /// Records a new hold; `epoch` is the event's storage epoch as read before the hold
-    /// was made. Refused when the row is there already (a replayed hold) or the token is
-    /// already closed (a hold that expired, or was released after a replay read it, before
-    /// this row was written must not leave a row behind); storage_recovered when the epoch
+    /// was made. Recorded, changing nothing, when the row is there already (a replay with
+    /// the same idempotency key wrote it); refused when the token is already closed (a hold
+    /// that expired, or was released after a replay wrote its row, before this row was
+    /// written must not leave a row behind); storage_recovered when the epoch
     /// moved on: a recovery closed the event's rows meanwhile, and the hold may have gone
     /// with the storage.
     RowWrite add_pending(const PendingReservation& row, std::int64_t epoch);

@@ -53,11 +53,18 @@ TEST_CASE("an extend written after the close does not bring the row back") {
     CHECK(pending(db) == 0);
 }
 
+TEST_CASE("a hold's row written twice (a replay racing its first call) is recorded both times") {
+    Database db(":memory:");
+    CHECK(db.add_pending(row("game1.t1"), epoch) == RowWrite::recorded);
+    CHECK(db.add_pending(row("game1.t1"), epoch) == RowWrite::recorded);
+    CHECK(pending(db) == 1);
+}
+
 TEST_CASE("a replayed hold's row leaves the row an extend moved as it is") {
     Database db(":memory:");
     REQUIRE(db.add_pending(row("game1.t1", 2'000'000), epoch) == RowWrite::recorded);
     REQUIRE(db.extend_pending("game1.t1", 3'000'000, 9));
-    CHECK(db.add_pending(row("game1.t1", 2'000'000), epoch) == RowWrite::refused);
+    CHECK(db.add_pending(row("game1.t1", 2'000'000), epoch) == RowWrite::recorded);
     const auto rows = db.holds_of("ann", std::string("game1"), 0);
     REQUIRE(rows.size() == 1);
     CHECK(rows[0].expires_at_ms == 3'000'000);
