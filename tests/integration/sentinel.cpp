@@ -201,62 +201,6 @@ TEST_CASE("holds and confirms of both APIs go to the primary the sentinels name"
     CHECK(paid_at(setup().primary_port(), "named", "show") == 2);
 }
 
-// A redis-server stopped with SIGSTOP while this lives (SIGCONT at the end, also when a
-// check throws).
-class Stopped {
-public:
-    explicit Stopped(int port) {
-        const std::string info = RedisAdmin(port).text({"INFO", "server"});
-        const auto at = info.find("process_id:");
-        REQUIRE(at != std::string::npos);
-        pid_ = std::stoi(info.substr(at + 11));
-        ::kill(pid_, SIGSTOP);
-    }
-    ~Stopped() { ::kill(pid_, SIGCONT); }
-    Stopped(const Stopped&) = delete;
-    Stopped& operator=(const Stopped&) = delete;
-
-private:
-    pid_t pid_ = -1;
-};
-
-TEST_CASE("behind Sentinel, replicas_to_ack waits for the named primary's replica") {
-    setup().settle();
-    auto options = sentinel_options("acked");
-    options.replicas_to_ack = 1;
-    options.replica_ack_timeout = 200ms;
-    seatlock::RedisBackend backend(options);
-    seatlock::SeatHoldStore store(backend, no_limit());
-    seatlock::testing::AsyncStore<seatlock::RedisBackend> async_store(backend, no_limit());
-    store.create_event(event("show")).value();
-
-    // The replica acknowledges: done, on both APIs.
-    int retries = 0;
-    CHECK(buy(store, "show", "A-1", "blocking", retries));
-    CHECK(buy(async_store, "show", "A-2", "async", retries));
-    CHECK(retries == 0);
-
-    // Stopped for less than the sentinels' down-after-milliseconds (1 s): no failover, but
-    // no acknowledgement either. The writes are applied on the primary and said so.
-    auto first = store.hold("show", "buyer", seatlock::named_seats("lower", {"A-3"}));
-    auto second = store.hold("show", "buyer", seatlock::named_seats("lower", {"A-4"}));
-    REQUIRE(first);
-    REQUIRE(second);
-    const int primary = setup().primary_port();
-    const int replica = setup().data_ports().front() == primary ? setup().data_ports().back()
-                                                                : setup().data_ports().front();
-    {
-        Stopped stopped(replica);
-        const auto paid = store.confirm(first->token, "blocking-unacked");
-        REQUIRE_FALSE(paid);
-        CHECK(paid.is(seatlock::errc::not_replicated));
-        const auto async_paid = async_store.confirm(second->token, "async-unacked");
-        REQUIRE_FALSE(async_paid);
-        CHECK(async_paid.is(seatlock::errc::not_replicated));
-    }
-    CHECK(paid_at(primary, "acked", "show") == 4);
-}
-
 // A failover under a backend that was in use: `fail` brings it about, and returns once
 // calls made from then on must reach the new primary.
 void calls_resume_on_the_new_primary(const std::string& prefix,
@@ -313,4 +257,65 @@ TEST_CASE("SENTINEL FAILOVER: calls of both APIs move to the promoted replica, w
         // The backend asks the sentinels again at most this long after its last look.
         std::this_thread::sleep_for(seatlock::redis_detail::SentinelRouter::recheck_period + 100ms);
     });
+}
+
+// A redis-server stopped with SIGSTOP while this lives (SIGCONT at the end, also when a
+// check throws).
+class Stopped {
+public:
+    explicit Stopped(int port) {
+        const std::string info = RedisAdmin(port).text({"INFO", "server"});
+        const auto at = info.find("process_id:");
+        REQUIRE(at != std::string::npos);
+        pid_ = std::stoi(info.substr(at + 11));
+        ::kill(pid_, SIGSTOP);
+    }
+    ~Stopped() { ::kill(pid_, SIGCONT); }
+    Stopped(const Stopped&) = delete;
+    Stopped& operator=(const Stopped&) = delete;
+
+private:
+    pid_t pid_ = -1;
+};
+
+// On a Sentinel setup of its own, last: stopping the replica must not change what the
+// failover cases above start from.
+TEST_CASE("behind Sentinel, replicas_to_ack waits for the named primary's replica") {
+    RedisSentinel own;
+    auto options = seatlock::RedisOptions::from_url(own.url()).value();
+    options.prefix = "acked";
+    options.connect_timeout = 300ms;
+    options.command_timeout = 1s;
+    options.replicas_to_ack = 1;
+    options.replica_ack_timeout = 200ms;
+    seatlock::RedisBackend backend(options);
+    seatlock::SeatHoldStore store(backend, no_limit());
+    seatlock::testing::AsyncStore<seatlock::RedisBackend> async_store(backend, no_limit());
+    store.create_event(event("show")).value();
+
+    // The replica acknowledges: done, on both APIs.
+    int retries = 0;
+    CHECK(buy(store, "show", "A-1", "blocking", retries));
+    CHECK(buy(async_store, "show", "A-2", "async", retries));
+    CHECK(retries == 0);
+
+    // Stopped for less than the sentinels' down-after-milliseconds (1 s): no failover, but
+    // no acknowledgement either. The writes are applied on the primary and said so.
+    auto first = store.hold("show", "buyer", seatlock::named_seats("lower", {"A-3"}));
+    auto second = store.hold("show", "buyer", seatlock::named_seats("lower", {"A-4"}));
+    REQUIRE(first);
+    REQUIRE(second);
+    const int primary = own.primary_port();
+    const int replica = own.data_ports().front() == primary ? own.data_ports().back()
+                                                            : own.data_ports().front();
+    {
+        Stopped stopped(replica);
+        const auto paid = store.confirm(first->token, "blocking-unacked");
+        REQUIRE_FALSE(paid);
+        CHECK(paid.is(seatlock::errc::not_replicated));
+        const auto async_paid = async_store.confirm(second->token, "async-unacked");
+        REQUIRE_FALSE(async_paid);
+        CHECK(async_paid.is(seatlock::errc::not_replicated));
+    }
+    CHECK(paid_at(primary, "acked", "show") == 4);
 }
