@@ -4,8 +4,10 @@
 #pragma once
 
 #include <hiredis/hiredis.h>
+#include <sys/types.h>
 
 #include <cctype>
+#include <csignal>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -140,6 +142,26 @@ private:
     RedisAdmin monitor_;
     RedisAdmin marker_;
     int markers_ = 0;
+};
+
+/// The redis-server on `port` stopped with SIGSTOP while this lives (SIGCONT at the end,
+/// also when a check throws: a stopped server would never end on SIGTERM). Its clients'
+/// requests wait in its socket meanwhile.
+class StoppedServer {
+public:
+    explicit StoppedServer(int port) {
+        const std::string info = RedisAdmin(port).text({"INFO", "server"});
+        const auto at = info.find("process_id:");
+        if (at == std::string::npos) throw std::runtime_error("INFO server tells no process_id");
+        pid_ = static_cast<pid_t>(std::stol(info.substr(at + 11)));
+        ::kill(pid_, SIGSTOP);
+    }
+    ~StoppedServer() { ::kill(pid_, SIGCONT); }
+    StoppedServer(const StoppedServer&) = delete;
+    StoppedServer& operator=(const StoppedServer&) = delete;
+
+private:
+    pid_t pid_ = -1;
 };
 
 }  // namespace seatlock::testing

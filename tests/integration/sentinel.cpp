@@ -15,10 +15,7 @@
 
 #include <doctest/doctest.h>
 
-#include <sys/types.h>
-
 #include <chrono>
-#include <csignal>
 #include <functional>
 #include <string>
 #include <thread>
@@ -259,25 +256,6 @@ TEST_CASE("SENTINEL FAILOVER: calls of both APIs move to the promoted replica, w
     });
 }
 
-// A redis-server stopped with SIGSTOP while this lives (SIGCONT at the end, also when a
-// check throws).
-class Stopped {
-public:
-    explicit Stopped(int port) {
-        const std::string info = RedisAdmin(port).text({"INFO", "server"});
-        const auto at = info.find("process_id:");
-        REQUIRE(at != std::string::npos);
-        pid_ = std::stoi(info.substr(at + 11));
-        ::kill(pid_, SIGSTOP);
-    }
-    ~Stopped() { ::kill(pid_, SIGCONT); }
-    Stopped(const Stopped&) = delete;
-    Stopped& operator=(const Stopped&) = delete;
-
-private:
-    pid_t pid_ = -1;
-};
-
 // On a Sentinel setup of its own, last: stopping the replica must not change what the
 // failover cases above start from.
 TEST_CASE("behind Sentinel, replicas_to_ack waits for the named primary's replica") {
@@ -309,7 +287,7 @@ TEST_CASE("behind Sentinel, replicas_to_ack waits for the named primary's replic
     const int replica = own.data_ports().front() == primary ? own.data_ports().back()
                                                             : own.data_ports().front();
     {
-        Stopped stopped(replica);
+        seatlock::testing::StoppedServer stopped(replica);
         const auto paid = store.confirm(first->token, "blocking-unacked");
         REQUIRE_FALSE(paid);
         CHECK(paid.is(seatlock::errc::not_replicated));
