@@ -7,7 +7,8 @@
 // Each row is written after seatlock applied the change it records, and no write can
 // take a row back to an earlier state, whatever order writes from several requests or
 // servers arrive in:
-// - a hold's pending row is written once (add_pending), never after the hold was closed;
+// - a hold's pending row is added once (add_pending; a replay's second write changes
+//   nothing), never after the hold was closed;
 // - closing a hold (released, confirmed, expired, lost) is final: the storage ended it;
 // - the writes of an order and of a hold's new expiry (add_order, cancel_order,
 //   extend_pending) are made under a seatlock lock and carry its fencing token: one whose

@@ -1,7 +1,7 @@
 // ticketing.cpp: each call is "ask seatlock, then write the row".
 //
 // seatlock goes first because it is the authority on seats: a row is only ever written
-// for something that really happened. A hold's row is written once and closed once (the
+// for something that really happened. A hold's row is added once and closed once (the
 // storage decides which of a release, a payment or an expiry ends a hold, and only one
 // does), and the database refuses the writes that would take a row back (database.hpp):
 // a hold and a release need no lock, one storage call each. The writes that change a live
