@@ -24,7 +24,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using seatlock::testing::no_limit;
-using seatlock::testing::RedisAdmin;
 using seatlock::testing::RedisSentinel;
 
 RedisSentinel& setup() {
@@ -214,7 +213,7 @@ void calls_resume_on_the_new_primary(const std::string& prefix,
     REQUIRE(buy(async_store, "show", "A-2", "before-async", retries));
     const int old = setup().primary_port();
     // What the replica has is what a failover keeps.
-    REQUIRE(RedisAdmin(old).integer({"WAIT", "1", "2000"}) == 1);
+    REQUIRE(setup().replicated(2s));
 
     const auto started = std::chrono::steady_clock::now();
     fail(old);

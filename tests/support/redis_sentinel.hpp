@@ -26,10 +26,13 @@ public:
     static constexpr int sentinel_count = 3;
 
     RedisSentinel() {
-        servers_.push_back(std::make_unique<RedisServer>());
+        // A replica synchronises at once, not after the default 5 s wait for more replicas.
+        const std::vector<std::string> at_once = {"--repl-diskless-sync-delay", "0"};
+        servers_.push_back(std::make_unique<RedisServer>(at_once));
         const std::string primary = std::to_string(servers_.front()->port());
-        servers_.push_back(std::make_unique<RedisServer>(
-            std::vector<std::string>{"--replicaof", "127.0.0.1", primary}));
+        auto replica = at_once;
+        replica.insert(replica.end(), {"--replicaof", "127.0.0.1", primary});
+        servers_.push_back(std::make_unique<RedisServer>(replica));
         const std::string config = std::string("sentinel monitor ") + service + " 127.0.0.1 " +
                                    primary + " 2\n" + "sentinel down-after-milliseconds " +
                                    service + " 1000\n" + "sentinel failover-timeout " + service +
@@ -109,10 +112,22 @@ public:
         ::kill(std::stoi(info.substr(at + 11)), SIGKILL);
     }
 
+    /// Waits until the replica has everything the primary had when it was called: a write
+    /// on the primary, then WAIT on the same connection. (WAIT counts the replicas that have
+    /// its connection's own last write: on a connection that wrote nothing it waits for
+    /// nothing. And after a full sync the primary streams nothing to the replica until the
+    /// replica's first acknowledgement, so "state=online" alone does not mean it has it.)
+    /// Whether it did within `timeout`.
+    bool replicated(std::chrono::milliseconds timeout) const {
+        RedisAdmin node(primary_port());
+        node.expect_ok({"SET", "seatlock-test:replicated", "1"});
+        return node.integer({"WAIT", "1", std::to_string(timeout.count())}) == 1;
+    }
+
     /// Waits until every sentinel names the same primary, which says so (ROLE) and has a
     /// replica in sync, and every sentinel knows that replica in good health and the other
     /// sentinels: before a failover (a sentinel must know whom to promote and whom to ask)
-    /// and after one. `alone`: the primary is expected to have no replica (the other node
+    /// and after one; the replica has what the primary has (replicated()). `alone`: the primary is expected to have no replica (the other node
     /// was killed).
     void settle(bool alone = false) const {
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -142,7 +157,8 @@ private:
         const std::size_t replicas = role->element[2]->elements;
         if (replicas != (alone ? 0U : 1U))
             return "the primary has " + std::to_string(replicas) + " replicas";
-        if (!alone && node.text({"INFO", "replication"}).find("state=online") == std::string::npos)
+        if (!alone && (node.text({"INFO", "replication"}).find("state=online") == std::string::npos ||
+                       !replicated(std::chrono::milliseconds(100))))
             return "the replica is not in sync";
         for (const auto& s : sentinels_) {
             RedisAdmin sentinel(s->port());
