@@ -333,17 +333,26 @@ bool Database::extend_pending(const std::string& token, std::int64_t expires_at_
 // the row goes whoever wrote it last.
 void Database::close_hold(const std::string& token, const std::string& event,
                           const std::string& holder, HoldOutcome outcome) {
+    const HoldToClose hold{token, event, holder};
+    close_holds(std::span(&hold, 1), outcome);
+}
+
+void Database::close_holds(std::span<const HoldToClose> holds, HoldOutcome outcome) {
     std::lock_guard lock(mutex_);
     Transaction tx(*this);
-    Statement::Use(*delete_pending_).bind(1, token).run();
-    Statement::Use(*insert_closed_)
-        .bind(1, token)
-        .bind(2, event)
-        .bind(3, holder)
-        .bind(4, std::string(outcome_name(outcome)))
-        .bind(5, std::int64_t{0})
-        .bind(6, unix_ms_now())
-        .run();
+    const std::string outcome_text(outcome_name(outcome));
+    const std::int64_t now = unix_ms_now();
+    for (const HoldToClose& hold : holds) {
+        Statement::Use(*delete_pending_).bind(1, hold.token).run();
+        Statement::Use(*insert_closed_)
+            .bind(1, hold.token)
+            .bind(2, hold.event)
+            .bind(3, hold.holder)
+            .bind(4, outcome_text)
+            .bind(5, std::int64_t{0})
+            .bind(6, now)
+            .run();
+    }
     tx.commit();
 }
 

@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -58,6 +59,13 @@ enum class RowWrite {
     recorded,
     refused,           ///< by the write's own rule (see each)
     storage_recovered  ///< the event's storage epoch moved on: a recovery ran since `epoch`
+};
+
+/// A hold to close (Database::close_holds).
+struct HoldToClose {
+    std::string token;
+    std::string event;
+    std::string holder;
 };
 
 /// Whose hold a token is.
@@ -107,6 +115,10 @@ public:
     /// Idempotent: closing again changes nothing (the first outcome stays).
     void close_hold(const std::string& token, const std::string& event, const std::string& holder,
                     HoldOutcome outcome);
+
+    /// close_hold for each of `holds`, all in one transaction (the expiry drain closes a
+    /// batch of expired holds at a time).
+    void close_holds(std::span<const HoldToClose> holds, HoldOutcome outcome);
 
     /// Whose token this is, from the pending row or the closed-hold record.
     std::optional<HoldOwner> hold_owner(const std::string& token);

@@ -459,15 +459,16 @@ Task<std::size_t> Ticketing::drain_expired() {
         const seatlock::Millis redeliver = redeliver_after;
         auto batch = co_await store_.async_expired(drain_batch, redeliver, use_awaitable);
         if (!batch) co_return std::move(batch).error();
+        // No lock, as in release(): the storage ended these holds. Their rows are closed
+        // in one transaction, then acknowledged.
+        std::vector<HoldToClose> closes;
         std::vector<std::string> done;
         for (const auto& expired : *batch) {
-            // No lock, as in release(): the storage ended the hold.
-            co_await db_.run([&](Database& db) {
-                db.close_hold(expired.token, expired.event, expired.holder, HoldOutcome::expired);
-            });
+            closes.push_back({expired.token, expired.event, expired.holder});
             done.push_back(expired.token);
         }
         if (!done.empty()) {
+            co_await db_.run([&](Database& db) { db.close_holds(closes, HoldOutcome::expired); });
             const std::span<const std::string> tokens(done);
             auto acked = co_await store_.async_ack_expired(tokens, use_awaitable);
             if (!acked) co_return std::move(acked).error();

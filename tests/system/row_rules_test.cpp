@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "database.hpp"
 
@@ -81,4 +82,26 @@ TEST_CASE("a payment closes the hold's row whatever its fencing token") {
     // And a late row write of the hold after the payment is refused.
     CHECK(db.add_pending(row("game1.t1"), epoch) == RowWrite::refused);
     CHECK(pending(db) == 0);
+}
+
+TEST_CASE("a batch of expired holds is closed together, as one hold is") {
+    Database db(":memory:");
+    REQUIRE(db.add_pending(row("game1.t1"), epoch) == RowWrite::recorded);
+    REQUIRE(db.add_pending(row("game1.t2"), epoch) == RowWrite::recorded);
+    REQUIRE(db.add_pending(row("game1.t4"), epoch) == RowWrite::recorded);
+    db.close_hold("game1.t2", "game1", "ann", HoldOutcome::released);  // closed before
+    const std::vector<ticketing::HoldToClose> batch = {
+        {"game1.t1", "game1", "ann"}, {"game1.t2", "game1", "ann"}, {"game1.t3", "game1", "bob"}};
+    db.close_holds(batch, HoldOutcome::expired);
+    const auto rows = db.holds_of("ann", std::string("game1"), 0);
+    REQUIRE(rows.size() == 1);  // t4 is not in the batch
+    CHECK(rows[0].token == "game1.t4");
+    // Each closed token keeps its owner, and no row comes back for it.
+    for (const auto& closed : batch) {
+        CAPTURE(closed.token);
+        REQUIRE(db.hold_owner(closed.token));
+        CHECK(db.hold_owner(closed.token)->holder == closed.holder);
+        CHECK(db.add_pending(row(closed.token), epoch) == RowWrite::refused);
+    }
+    CHECK(pending(db) == 1);
 }
