@@ -162,6 +162,16 @@ std::function<Result<T>(const redisReply*)> standard(const Script& script, F rea
     };
 }
 
+// The reading of lock_release and lock_extend: 1 or 0.
+std::function<Result<bool>(const redisReply*)> flag(const Script& script) {
+    return [name = script.name](const redisReply* reply) -> Result<bool> {
+        if (reply && reply->type == REDIS_REPLY_INTEGER && (reply->integer == 0 || reply->integer == 1))
+            return reply->integer == 1;
+        return Failure(errc::protocol_error, "unexpected reply from Redis script " +
+                                                 std::string(name) + ": not 0 or 1");
+    };
+}
+
 template <typename T>
 Call<T> make_call(const Script& script, std::vector<std::string> keys, std::vector<std::string> args,
                   std::function<Result<T>(const redisReply*)> read) {
@@ -678,9 +688,13 @@ struct RedisBackend::Impl {
             {owner, ms(std::max(lease, Millis(1))), std::to_string(ks.size())},
             [names = std::move(names)](const redisReply* reply) -> Result<std::uint64_t> {
                 try {
-                    const Reader r(reply);
-                    if (r.integer(0) == 1) return static_cast<std::uint64_t>(r.integer(1));
-                    const Reader busy = r.array(1);
+                    // The fencing token, or the indexes of the keys held by others.
+                    if (reply && reply->type == REDIS_REPLY_INTEGER) {
+                        if (reply->integer < 1) throw BadReply("fencing token below 1");
+                        return static_cast<std::uint64_t>(reply->integer);
+                    }
+                    const Reader busy(reply);
+                    if (busy.size() == 0) throw BadReply("no busy key");
                     std::vector<std::string> held;
                     for (std::size_t i = 0; i < busy.size(); ++i) {
                         const auto index = busy.integer(i);
@@ -699,16 +713,14 @@ struct RedisBackend::Impl {
 
     Call<bool> release_call(std::span<const std::string> ks, const std::string& owner) const {
         return make_call<bool>(redis_scripts::lock_release, lock_keys(ks), {owner},
-                               standard<bool>(redis_scripts::lock_release,
-                                              [](const Reader& r) { return r.integer(1) == 1; }));
+                               flag(redis_scripts::lock_release));
     }
 
     Call<bool> extend_locks_call(std::span<const std::string> ks, const std::string& owner,
                                  Millis lease) const {
         return make_call<bool>(redis_scripts::lock_extend, lock_keys(ks),
                                {owner, ms(std::max(lease, Millis(1)))},
-                               standard<bool>(redis_scripts::lock_extend,
-                                              [](const Reader& r) { return r.integer(1) == 1; }));
+                               flag(redis_scripts::lock_extend));
     }
 
     Result<Call<void>> fence_call(std::string_view key, std::uint64_t at_least) const {

@@ -233,8 +233,24 @@ TEST_CASE("the lock scripts reject malformed arguments and change nothing") {
               args);
     w.rejects(seatlock::redis_scripts::lock_acquire,
               {"seatlock:game1:A-9", "seatlock:fence:{game1}"}, args);
+    // A key's group is the braces after its first ":lock:", whole.
+    w.rejects(seatlock::redis_scripts::lock_acquire,
+              {"seatlock:lock:{game12}:A-9", "seatlock:fence:{game1}"}, args);
+    w.rejects(seatlock::redis_scripts::lock_acquire,
+              {"seatlock:lock:{game2}:lock:{game1}:A-9", "seatlock:fence:{game1}"}, args);
+    w.rejects(seatlock::redis_scripts::lock_acquire,
+              {"seatlock:lock:{game1}:A-9", "seatlock:lock:{game2}:A-9", "seatlock:fence:{game1}"},
+              with(args, 2, "2"));
+    // Twice: what the script remembers of a fence key it refused changes nothing.
+    for (int i = 0; i < 2; ++i) {
+        w.rejects(seatlock::redis_scripts::lock_acquire,
+                  {"seatlock:lock:{game1}:A-9", "seatlock:fence:game1"}, args);
+    }
     w.rejects(seatlock::redis_scripts::lock_release, {"seatlock:lock:{game1}:A-1"}, {"nope"});
     w.rejects(seatlock::redis_scripts::lock_release, {"plain-key"}, {owner});
+    w.rejects(seatlock::redis_scripts::lock_release, {"seatlock:lock:{game1:A-1"}, {owner});
+    w.rejects(seatlock::redis_scripts::lock_release,
+              {"seatlock:lock:{game1}:A-1", "seatlock:lock:{ga{me1}:A-1"}, {owner});
     w.rejects(seatlock::redis_scripts::lock_release, {}, {owner});
     w.rejects(seatlock::redis_scripts::lock_extend, {"seatlock:lock:{game1}:A-1"}, {owner, "-1"});
     w.rejects(seatlock::redis_scripts::lock_extend, {"seatlock:lock:{game1}:A-1"}, {owner});

@@ -11,7 +11,9 @@
 -- * A function checks EVERY argument before it writes anything: a Lua error does not
 --   roll back earlier writes, so a malformed call must fail while nothing has changed yet.
 -- * Expected refusals (a seat taken, a hold expired, ...) are not errors: a function
---   returns {0, code, detail, items, limit, current}; success is {1, ...}.
+--   returns {0, code, detail, items, limit, current}; success is {1, ...}. The lock
+--   functions answer with less, as a table costs a reply more to write: lock_acquire the
+--   fencing token or the indexes of the busy keys, lock_release and lock_extend 1 or 0.
 -- * Time is the server's (TIME): client clocks never decide expiry. Redis 7 replicates
 --   a function's effects, not the call, so TIME is allowed before writes.
 -- * KEYS carries every key the caller can name. Keys that only the stored data names
@@ -274,20 +276,33 @@ local function chunked(command, key, members)
   return out
 end
 
--- The first of KEYS[1..n] that is not a lock key (string.find(key, ':lock:{[^{}]*}')), or
--- not one of `group` when given (string.match(key, ':lock:{([^{}]*)}') == group); nil when
--- all are. The keys of one call share their start up to the group's closing brace: a key
--- that starts as the first one does matches where it does, so it costs one comparison, not
--- a pattern search.
-local function bad_lock_key(n, group)
-  local at, last, first_group = string.find(KEYS[1], ':lock:{([^{}]*)}')
-  if not at or (group and first_group ~= group) then return 1 end
-  local head = string.sub(KEYS[1], 1, last)
-  for k = 2, n do
+-- For a fence key ("...:fence:{<group>}"), the text each lock key of its group has at its
+-- first ":lock:{" (":lock:{<group>}"); false when it is not a fence key. A group's calls
+-- name the same fence key, so the answers are remembered; afresh past 1,000.
+local LOCK_TAGS, lock_tags = {}, 0
+local function lock_tag_of(fence)
+  local tag = LOCK_TAGS[fence]
+  if tag == nil then
+    local group = string.match(fence, ':fence:{([^{}]*)}$')
+    tag = group and ':lock:{' .. group .. '}' or false
+    if lock_tags >= 1000 then LOCK_TAGS, lock_tags = {}, 0 end
+    LOCK_TAGS[fence], lock_tags = tag, lock_tags + 1
+  end
+  return tag
+end
+
+-- The first of KEYS[1..n] that is not a lock key, nil when all are. A lock key's first
+-- ":lock:{" starts its group: braces around text without braces, and `tag`
+-- (lock_tag_of) when given. Plain searches only, which make no string.
+local function bad_lock_key(n, tag)
+  for k = 1, n do
     local key = KEYS[k]
-    if string.sub(key, 1, last) ~= head then
-      local own = string.match(key, ':lock:{([^{}]*)}')
-      if not own or (group and own ~= group) then return k end
+    local at = string.find(key, ':lock:{', 1, true)
+    if not at then return k end
+    if tag then
+      if string.find(key, tag, at, true) ~= at then return k end
+    elseif not string.find(key, '^[^{}]*}', at + 7) then
+      return k
     end
   end
   return nil

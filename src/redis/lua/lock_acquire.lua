@@ -2,7 +2,8 @@
 -- (LockTable::acquire). Taking keys the owner already holds is a retry and succeeds.
 -- KEYS: n lock keys (<prefix>:lock:{group}...), then the fence:{group} key of each group
 -- ARGV: owner (32 hex digits), lease_ms, n
--- Returns {1, fencing_token} or {0, {indexes of the keys held by others}}.
+-- Returns the fencing token (an integer, at least 1), or the indexes of the keys held by
+-- others (an array).
 -- Keys of one group run n + 2 commands: MGET, INCR of the fence, one SET per key.
 arg_count(3, 'lock_acquire')
 local owner = arg_owner(1)
@@ -11,9 +12,9 @@ local n = arg_int(3, 'lock key count', 1, #KEYS - 1)
 -- Every lock key's group must come with its fence key, and only those.
 if #KEYS == n + 1 then
   -- One group, the usual case: one fence key, and every lock key of its group.
-  local group = string.match(KEYS[n + 1], ':fence:{([^{}]*)}$')
-  if not group then malformed('KEYS[' .. (n + 1) .. '] is not a new fence key') end
-  local bad = bad_lock_key(n, group)
+  local tag = lock_tag_of(KEYS[n + 1])
+  if not tag then malformed('KEYS[' .. (n + 1) .. '] is not a new fence key') end
+  local bad = bad_lock_key(n, tag)
   if bad then malformed('KEYS[' .. bad .. '] is a lock key without its fence key') end
 else
   local fences = {}
@@ -37,7 +38,7 @@ local busy = {}
 for k = 1, n do
   if current[k] and current[k] ~= owner then busy[#busy + 1] = k end
 end
-if #busy > 0 then return {0, busy} end
+if #busy > 0 then return busy end
 
 -- One counter per group. When the keys span several groups, every counter touched moves
 -- to the same new maximum, so each group's tokens still strictly increase.
@@ -51,4 +52,4 @@ else
   for f = n + 1, #KEYS do redis.call('SET', KEYS[f], token) end
 end
 for k = 1, n do redis.call('SET', KEYS[k], owner, 'PX', lease) end
-return {1, token}
+return token

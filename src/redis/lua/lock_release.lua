@@ -2,7 +2,7 @@
 -- by anyone else are never touched; a lease that ran out is already gone.
 -- KEYS: the lock keys
 -- ARGV: owner
--- Returns {1, 1 when the owner still held every key, else 0}.
+-- Returns 1 when the owner still held every key, else 0.
 -- Runs 2 commands: MGET, then one DEL of the keys the owner holds.
 arg_count(1, 'lock_release')
 local owner = arg_owner(1)
@@ -23,4 +23,4 @@ local released = 0
 for i = 1, #mine, 1000 do
   released = released + redis.call('DEL', unpack(mine, i, math.min(i + 999, #mine)))
 end
-return {1, released == n and 1 or 0}
+return released == n and 1 or 0
