@@ -241,6 +241,19 @@ TEST_CASE("the lock scripts reject malformed arguments and change nothing") {
     w.rejects(seatlock::redis_scripts::lock_acquire,
               {"seatlock:lock:{game1}:A-9", "seatlock:lock:{game2}:A-9", "seatlock:fence:{game1}"},
               with(args, 2, "2"));
+    // A lock key starts with its fence key's prefix, which has no braces.
+    w.rejects(seatlock::redis_scripts::lock_acquire,
+              {"other:lock:{game1}:A-9", "seatlock:fence:{game1}"}, args);
+    w.rejects(seatlock::redis_scripts::lock_acquire,
+              {"x{y}:lock:{game1}:A-9", "x{y}:fence:{game1}"}, args);
+    // Several groups: every fence key is used, and every lock key has its own.
+    w.rejects(seatlock::redis_scripts::lock_acquire,
+              {"seatlock:lock:{game1}:A-9", "seatlock:fence:{game1}", "seatlock:fence:{game3}"},
+              args);
+    w.rejects(seatlock::redis_scripts::lock_acquire,
+              {"seatlock:lock:{game1}:A-9", "other:lock:{game2}:A-9", "seatlock:fence:{game1}",
+               "seatlock:fence:{game2}"},
+              with(args, 2, "2"));
     // Twice: what the script remembers of a fence key it refused changes nothing.
     for (int i = 0; i < 2; ++i) {
         w.rejects(seatlock::redis_scripts::lock_acquire,

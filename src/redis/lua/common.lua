@@ -276,34 +276,34 @@ local function chunked(command, key, members)
   return out
 end
 
--- For a fence key ("...:fence:{<group>}"), the text each lock key of its group has at its
--- first ":lock:{" (":lock:{<group>}"); false when it is not a fence key. A group's calls
--- name the same fence key, so the answers are remembered; afresh past 1,000.
-local LOCK_TAGS, lock_tags = {}, 0
-local function lock_tag_of(fence)
-  local tag = LOCK_TAGS[fence]
-  if tag == nil then
-    local group = string.match(fence, ':fence:{([^{}]*)}$')
-    tag = group and ':lock:{' .. group .. '}' or false
-    if lock_tags >= 1000 then LOCK_TAGS, lock_tags = {}, 0 end
-    LOCK_TAGS[fence], lock_tags = tag, lock_tags + 1
+-- For a fence key ("<prefix>:fence:{<group>}"), how each lock key of its group starts
+-- ("<prefix>:lock:{<group>}"); false when it is not a fence key. A group's calls name the
+-- same fence key, so the answers are remembered; afresh past 1,000.
+local LOCK_HEADS, lock_heads = {}, 0
+local function lock_head_of(fence)
+  local head = LOCK_HEADS[fence]
+  if head == nil then
+    local prefix, group = string.match(fence, '^([^{}]*):fence:{([^{}]*)}$')
+    head = prefix and prefix .. ':lock:{' .. group .. '}' or false
+    if lock_heads >= 1000 then LOCK_HEADS, lock_heads = {}, 0 end
+    LOCK_HEADS[fence], lock_heads = head, lock_heads + 1
   end
-  return tag
+  return head
 end
 
--- The first of KEYS[1..n] that is not a lock key, nil when all are. A lock key's first
--- ":lock:{" starts its group: braces around text without braces, and `tag`
--- (lock_tag_of) when given. Plain searches only, which make no string.
-local function bad_lock_key(n, tag)
-  for k = 1, n do
-    local key = KEYS[k]
-    local at = string.find(key, ':lock:{', 1, true)
-    if not at then return k end
-    if tag then
-      if string.find(key, tag, at, true) ~= at then return k end
-    elseif not string.find(key, '^[^{}]*}', at + 7) then
-      return k
-    end
+-- The first of KEYS[1..n] that is not a lock key, nil when all are. A lock key starts
+-- with a prefix without braces, ":lock:{", its group (no braces) and "}": every key with
+-- `head` (lock_head_of) when given, else with the first key's start. One plain search a
+-- key, which makes no string.
+local function bad_lock_key(n, head)
+  local from = 1
+  if not head then
+    local _, last = string.find(KEYS[1], '^[^{}]*:lock:{[^{}]*}')
+    if not last then return 1 end
+    head, from = string.sub(KEYS[1], 1, last), 2
+  end
+  for k = from, n do
+    if string.find(KEYS[k], head, 1, true) ~= 1 then return k end
   end
   return nil
 end

@@ -12,24 +12,25 @@ local n = arg_int(3, 'lock key count', 1, #KEYS - 1)
 -- Every lock key's group must come with its fence key, and only those.
 if #KEYS == n + 1 then
   -- One group, the usual case: one fence key, and every lock key of its group.
-  local tag = lock_tag_of(KEYS[n + 1])
-  if not tag then malformed('KEYS[' .. (n + 1) .. '] is not a new fence key') end
-  local bad = bad_lock_key(n, tag)
+  local head = lock_head_of(KEYS[n + 1])
+  if not head then malformed('KEYS[' .. (n + 1) .. '] is not a new fence key') end
+  local bad = bad_lock_key(n, head)
   if bad then malformed('KEYS[' .. bad .. '] is a lock key without its fence key') end
 else
-  local fences = {}
+  -- Several groups: each lock key's start pairs with one fence key's (lock_head_of).
+  local heads, fence_at = {}, {}
   for f = n + 1, #KEYS do
-    local group = string.match(KEYS[f], ':fence:{([^{}]*)}$')
-    if not group or fences[group] ~= nil then malformed('KEYS[' .. f .. '] is not a new fence key') end
-    fences[group] = false
+    local head = lock_head_of(KEYS[f])
+    if not head or heads[head] ~= nil then malformed('KEYS[' .. f .. '] is not a new fence key') end
+    heads[head], fence_at[head] = false, f
   end
   for k = 1, n do
-    local group = string.match(KEYS[k], ':lock:{([^{}]*)}')
-    if not group or fences[group] == nil then malformed('KEYS[' .. k .. '] is a lock key without its fence key') end
-    fences[group] = true
+    local head = string.match(KEYS[k], '^[^{}]*:lock:{[^{}]*}')
+    if not head or heads[head] == nil then malformed('KEYS[' .. k .. '] is a lock key without its fence key') end
+    heads[head] = true
   end
-  for group, used in pairs(fences) do
-    if not used then malformed('fence key of group ' .. group .. ' without a lock key') end
+  for head, used in pairs(heads) do
+    if not used then malformed('KEYS[' .. fence_at[head] .. '] is a fence key without a lock key') end
   end
 end
 
