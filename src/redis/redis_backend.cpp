@@ -162,6 +162,14 @@ std::function<Result<T>(const redisReply*)> standard(const Script& script, F rea
     };
 }
 
+// The reading of a call that answers a bare 1 when done (release), or a refusal.
+std::function<Result<void>(const redisReply*)> done_or_refusal(const Script& script) {
+    return [read = standard<void>(script, [](const Reader&) {})](const redisReply* reply) {
+        if (reply && reply->type == REDIS_REPLY_INTEGER && reply->integer == 1) return Result<void>{};
+        return read(reply);
+    };
+}
+
 // The reading of lock_release and lock_extend: 1 or 0.
 std::function<Result<bool>(const redisReply*)> flag(const Script& script) {
     return [name = script.name](const redisReply* reply) -> Result<bool> {
@@ -1057,9 +1065,18 @@ Call<Hold> RedisBackend::Impl::hold_call(const HoldCommand& cmd) const {
     return make_call<Hold>(
         redis_scripts::hold, std::move(ks), std::move(args),
         standard<Hold>(redis_scripts::hold, [token = cmd.token, event = cmd.event,
-                                             holder = cmd.holder](const Reader& r) {
-            // {1, zone, {seats}, expires_ms} for a new hold; a remembered one adds
-            // status, order, replayed and (when replayed) its token.
+                                             holder = cmd.holder, zone = req.zone](const Reader& r) {
+            // {1, expires_ms, seats...} for a new hold.
+            if (r.at(1)->type == REDIS_REPLY_INTEGER) {
+                std::vector<std::string> seats;
+                seats.reserve(r.size() - 2);
+                for (std::size_t i = 2; i < r.size(); ++i) seats.push_back(r.text(i));
+                if (seats.empty()) throw BadReply("a hold of no seat");
+                return Hold{token, event,      holder,           zone, std::move(seats),
+                            wall(r.integer(1)), HoldStatus::held, {},   false};
+            }
+            // {1, zone, {seats}, expires_ms, status, order, replayed[, token]} for a
+            // remembered one (its token, when replayed by its idempotency key).
             Hold hold{token, event, holder, r.text(1), r.texts(2), wall(r.integer(3)),
                       HoldStatus::held, {}, false};
             if (r.size() > 4) {
@@ -1087,7 +1104,7 @@ Result<Call<void>> RedisBackend::Impl::release_hold_call(const std::string& toke
     auto event = event_of(token);
     if (!event) return std::move(event).error();
     return make_call<void>(redis_scripts::release, event_keys(*event), {keys.prefix(), *event, token},
-                           standard<void>(redis_scripts::release, [](const Reader&) {}));
+                           done_or_refusal(redis_scripts::release));
 }
 
 Result<Call<Hold>> RedisBackend::Impl::extend_call(const std::string& token, Millis ttl,
