@@ -169,4 +169,9 @@ TEST_CASE("a lock spanning two groups moves both fencing counters past both") {
     auto next = w.locks.try_lock("south:B-3").value();
     CHECK(next.fencing_token() > both.fencing_token());
     CHECK(south.fencing_token() < both.fencing_token());
+    // Extended and released together, both groups' keys.
+    REQUIRE(both.extend(seatlock::Millis(20'000)));
+    CHECK(w.admin.integer({"PTTL", "seatlock:lock:{south}:B-2"}) > 10'000);
+    REQUIRE(both.unlock());
+    CHECK(w.admin.integer({"EXISTS", "seatlock:lock:{north}:A-2", "seatlock:lock:{south}:B-2"}) == 0);
 }

@@ -292,18 +292,23 @@ local function lock_head_of(fence)
 end
 
 -- The first of KEYS[1..n] that is not a lock key, nil when all are. A lock key starts
--- with a prefix without braces, ":lock:{", its group (no braces) and "}": every key with
--- `head` (lock_head_of) when given, else with the first key's start. One plain search a
--- key, which makes no string.
+-- with a prefix without braces, ":lock:{", its group (no braces) and "}" (LOCK_KEY): with
+-- `head` (lock_head_of) when given. Without it the keys may be of several groups (a
+-- release), but are nearly always of the first key's: a key that starts as the first
+-- one is a lock key after one plain search, which makes no string.
+local LOCK_KEY = '^[^{}]*:lock:{[^{}]*}'
 local function bad_lock_key(n, head)
-  local from = 1
-  if not head then
-    local _, last = string.find(KEYS[1], '^[^{}]*:lock:{[^{}]*}')
+  local from, any_group = 1, not head
+  if any_group then
+    local _, last = string.find(KEYS[1], LOCK_KEY)
     if not last then return 1 end
     head, from = string.sub(KEYS[1], 1, last), 2
   end
   for k = from, n do
-    if string.find(KEYS[k], head, 1, true) ~= 1 then return k end
+    local key = KEYS[k]
+    if string.find(key, head, 1, true) ~= 1 and not (any_group and string.find(key, LOCK_KEY)) then
+      return k
+    end
   end
   return nil
 end

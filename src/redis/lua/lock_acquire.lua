@@ -25,7 +25,7 @@ else
     heads[head], fence_at[head] = false, f
   end
   for k = 1, n do
-    local head = string.match(KEYS[k], '^[^{}]*:lock:{[^{}]*}')
+    local head = string.match(KEYS[k], LOCK_KEY)
     if not head or heads[head] == nil then malformed('KEYS[' .. k .. '] is a lock key without its fence key') end
     heads[head] = true
   end
