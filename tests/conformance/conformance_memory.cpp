@@ -5,6 +5,7 @@
 #include "retry_conformance.hpp"
 
 SEATLOCK_LOCK_CONFORMANCE(seatlock::testing::MemoryFixture, seatlock::testing::Async<seatlock::testing::MemoryFixture>);
+SEATLOCK_LOCK_GROUPS_CONFORMANCE(seatlock::testing::MemoryFixture, seatlock::testing::Async<seatlock::testing::MemoryFixture>);
 SEATLOCK_HOLD_CONFORMANCE(seatlock::testing::MemoryFixture, seatlock::testing::Async<seatlock::testing::MemoryFixture>);
 SEATLOCK_RETRY_CONFORMANCE(seatlock::testing::MemoryFixture, seatlock::testing::Async<seatlock::testing::MemoryFixture>);
 SEATLOCK_MODEL_TEST(seatlock::testing::MemoryFixture, seatlock::testing::Async<seatlock::testing::MemoryFixture>);

@@ -57,6 +57,7 @@ private:
 }  // namespace seatlock::testing
 
 SEATLOCK_LOCK_CONFORMANCE(seatlock::testing::RedisFixture, seatlock::testing::Async<seatlock::testing::RedisFixture>);
+SEATLOCK_LOCK_GROUPS_CONFORMANCE(seatlock::testing::RedisFixture, seatlock::testing::Async<seatlock::testing::RedisFixture>);
 SEATLOCK_HOLD_CONFORMANCE(seatlock::testing::RedisFixture, seatlock::testing::Async<seatlock::testing::RedisFixture>);
 SEATLOCK_RETRY_CONFORMANCE(seatlock::testing::RedisFixture, seatlock::testing::Async<seatlock::testing::RedisFixture>);
 SEATLOCK_MODEL_TEST(seatlock::testing::RedisFixture, seatlock::testing::Async<seatlock::testing::RedisFixture>);

@@ -172,6 +172,29 @@ TEST_CASE_TEMPLATE_DEFINE("fencing tokens strictly increase across owners and ke
     }
 }
 
+// Not on a Redis Cluster, which refuses a lock over two groups before sending anything
+// (tests/integration/cluster.cpp): SEATLOCK_LOCK_GROUPS_CONFORMANCE.
+TEST_CASE_TEMPLATE_DEFINE("a guard over keys of two groups extends and unlocks them all", F,
+                          lock_two_groups) {
+    using namespace seatlock::testing;
+    F f;
+    seatlock::testing::Locks<F> locks(f.backend(), quick_options(0ms, 1s));
+    auto both = locks.try_lock_all({"north:A-1", "south:B-1"});
+    REQUIRE(both);
+    REQUIRE(both->extend(20s));
+    f.advance(1500ms);  // past the first lease, within the extended one
+    CHECK(both->owns());
+    CHECK(locks.try_lock("north:A-1").is(seatlock::errc::lock_busy));
+    CHECK(locks.try_lock("south:B-1").is(seatlock::errc::lock_busy));
+    REQUIRE(both->unlock());
+    auto north = locks.try_lock("north:A-1");
+    auto south = locks.try_lock("south:B-1");
+    REQUIRE(north);
+    REQUIRE(south);
+    CHECK(north->fencing_token() > both->fencing_token());
+    CHECK(south->fencing_token() > both->fencing_token());
+}
+
 TEST_CASE_TEMPLATE_DEFINE("the watchdog keeps a guard alive past several leases", F,
                           lock_watchdog_renews) {
     using namespace seatlock::testing;
@@ -212,3 +235,6 @@ TEST_CASE_TEMPLATE_DEFINE("invalid lock keys are refused and nothing is locked",
     TEST_CASE_TEMPLATE_INVOKE(lock_fencing, __VA_ARGS__);      \
     TEST_CASE_TEMPLATE_INVOKE(lock_watchdog_renews, __VA_ARGS__); \
     TEST_CASE_TEMPLATE_INVOKE(lock_invalid_keys, __VA_ARGS__)
+
+// The lock rules of locks over several groups, on every backend but a Redis Cluster.
+#define SEATLOCK_LOCK_GROUPS_CONFORMANCE(...) TEST_CASE_TEMPLATE_INVOKE(lock_two_groups, __VA_ARGS__)
