@@ -96,10 +96,20 @@ public:
     }
 
     /// SENTINEL FAILOVER: the replica is promoted without waiting for any agreement, and the
-    /// old primary is made its replica (its clients are disconnected).
+    /// old primary is made its replica (its clients are disconnected). While the sentinel
+    /// still winds up an earlier failover (INPROG), asks again, for up to 20 s.
     void failover() const {
         RedisAdmin sentinel(sentinels_.front()->port());
-        sentinel.expect_ok({"SENTINEL", "FAILOVER", service});
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        for (;;) {
+            const auto r = sentinel.command({"SENTINEL", "FAILOVER", service});
+            const std::string answer = r->str ? text(r.get()) : std::string();
+            if (r->type == REDIS_REPLY_STATUS && answer == "OK") return;
+            if (r->type != REDIS_REPLY_ERROR || answer.rfind("INPROG", 0) != 0 ||
+                std::chrono::steady_clock::now() > deadline)
+                throw std::runtime_error("SENTINEL FAILOVER answered: " + answer);
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
     }
 
     /// SIGKILL of the data node on `port`: no goodbye to its clients. It stays down (its
@@ -126,7 +136,8 @@ public:
 
     /// Waits until every sentinel names the same primary, which says so (ROLE) and has a
     /// replica in sync, and every sentinel knows that replica in good health and the other
-    /// sentinels: before a failover (a sentinel must know whom to promote and whom to ask)
+    /// sentinels, and flags the primary nothing but "master" (no failover in progress, not
+    /// down): before a failover (a sentinel must know whom to promote and whom to ask)
     /// and after one; the replica has what the primary has (replicated()). `alone`: the primary is expected to have no replica (the other node
     /// was killed).
     void settle(bool alone = false) const {
@@ -165,6 +176,12 @@ private:
             const auto named = sentinel.command({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", service});
             if (named->type != REDIS_REPLY_ARRAY || std::stoi(text(named->element[1])) != primary)
                 return "sentinels disagree on the primary";
+            const auto master = sentinel.command({"SENTINEL", "MASTER", service});
+            for (std::size_t f = 0; f + 1 < master->elements; f += 2) {
+                if (text(master->element[f]) == "flags" &&
+                    text(master->element[f + 1]) != "master")
+                    return "a sentinel flags the primary " + text(master->element[f + 1]);
+            }
             const auto others = sentinel.command({"SENTINEL", "SENTINELS", service});
             if (others->elements != sentinel_count - 1)
                 return "a sentinel does not know the others";
