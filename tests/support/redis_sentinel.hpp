@@ -138,8 +138,8 @@ public:
     /// replica in sync, and every sentinel knows that replica in good health and the other
     /// sentinels, and flags the primary nothing but "master" (no failover in progress, not
     /// down): before a failover (a sentinel must know whom to promote and whom to ask)
-    /// and after one; the replica has what the primary has (replicated()). `alone`: the primary is expected to have no replica (the other node
-    /// was killed).
+    /// and after one; the replica has what the primary has (replicated()). `alone`: the
+    /// primary is expected to have no replica (the other node was killed).
     void settle(bool alone = false) const {
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
         std::string last;
