@@ -218,12 +218,16 @@ bool waits_for_replicas(const Script& script) {
     return false;
 }
 
-// Whether `reply` is a script's success, {1, ...}: a refusal changed nothing worth a WAIT.
-bool applied(const Result<ReplyPtr>& reply) {
+// Whether `reply` is a script's success, worth a WAIT: {1, ...}, or a positive bare
+// integer (lock_acquire's fencing token, the expiry of a new hold of named seats, the 1 of
+// release, lock_release and lock_extend). Not a refusal ({0, ...}), a lock no longer held
+// (0), nor lock_acquire's busy keys (an array of their indexes): those changed nothing.
+bool applied(const Script& script, const Result<ReplyPtr>& reply) {
     if (!reply) return false;
     const redisReply& r = **reply;
-    return r.type == REDIS_REPLY_ARRAY && r.elements > 0 &&
-           r.element[0]->type == REDIS_REPLY_INTEGER && r.element[0]->integer == 1;
+    if (r.type == REDIS_REPLY_INTEGER) return r.integer > 0;
+    return &script != &redis_scripts::lock_acquire && r.type == REDIS_REPLY_ARRAY &&
+           r.elements > 0 && r.element[0]->type == REDIS_REPLY_INTEGER && r.element[0]->integer == 1;
 }
 
 // What WAIT said after one applied write.
@@ -544,7 +548,7 @@ struct RedisBackend::Impl {
         auto reply = dispatch(keys_, what, [&](redis_detail::ConnectionPool::Lease& lease,
                                                bool asking) {
             auto r = fcall(lease, argv, asking);
-            if (!wait.empty() && applied(r)) acks.read(lease.command(wait_view));
+            if (!wait.empty() && applied(script, r)) acks.read(lease.command(wait_view));
             return r;
         });
         return mapped(std::move(reply), what);
@@ -588,8 +592,8 @@ struct RedisBackend::Impl {
             return route(*keys_, "Redis script " + std::string(script.name),
                          [&script, keys_, args, wait, acks](redis_detail::Pipeline& p, bool asking,
                                                              redis_detail::Pipeline::Callback cb) {
-                             p.fcall(script, *keys_, *args, then_wait(p, wait, acks, std::move(cb)),
-                                     asking);
+                             p.fcall(script, *keys_, *args,
+                                     then_wait(p, script, wait, acks, std::move(cb)), asking);
                          },
                          std::move(done));
         }
@@ -597,17 +601,18 @@ struct RedisBackend::Impl {
         if (!target) return;  // done was told why
         auto& p = *target;
         p.fcall(script, std::move(call.keys), std::move(call.args),
-                then_wait(p, wait, acks, std::move(done)));
+                then_wait(p, script, wait, acks, std::move(done)));
     }
 
     // `done`, called after WAIT on `p` (the write's own connection) when the reply is an
     // applied write and `wait` is not empty; WAIT's answer goes to `acks`.
     static redis_detail::Pipeline::Callback then_wait(
-        redis_detail::Pipeline& p, std::shared_ptr<const std::vector<std::string>> wait,
-        std::shared_ptr<Acks> acks, redis_detail::Pipeline::Callback done) {
+        redis_detail::Pipeline& p, const Script& script,
+        std::shared_ptr<const std::vector<std::string>> wait, std::shared_ptr<Acks> acks,
+        redis_detail::Pipeline::Callback done) {
         if (wait->empty()) return done;
-        return [&p, wait, acks, done = std::move(done)](Result<ReplyPtr> reply) {
-            if (!applied(reply)) return done(std::move(reply));
+        return [&p, &script, wait, acks, done = std::move(done)](Result<ReplyPtr> reply) {
+            if (!applied(script, reply)) return done(std::move(reply));
             auto kept = std::make_shared<Result<ReplyPtr>>(std::move(reply));
             p.exec(*wait, [acks, kept, done](Result<ReplyPtr> acked) {
                 acks->read(acked);
@@ -1062,11 +1067,10 @@ Call<Hold> RedisBackend::Impl::hold_call(const HoldCommand& cmd) const {
         cmd.limits.one_active_hold_per_holder ? "1" : "0",
         cmd.idempotency_key};
     if (req.kind == HoldKind::seats) args.insert(args.end(), req.seats.begin(), req.seats.end());
-    return make_call<Hold>(
-        redis_scripts::hold, std::move(ks), std::move(args),
-        standard<Hold>(redis_scripts::hold, [token = cmd.token, event = cmd.event,
-                                             holder = cmd.holder, zone = req.zone](const Reader& r) {
-            // {1, expires_ms, seats...} for a new hold.
+    auto read = standard<Hold>(
+        redis_scripts::hold, [token = cmd.token, event = cmd.event, holder = cmd.holder,
+                              zone = req.zone](const Reader& r) {
+            // {1, expires_ms, seats...} for a new hold of a quantity or the best available.
             if (r.at(1)->type == REDIS_REPLY_INTEGER) {
                 std::vector<std::string> seats;
                 seats.reserve(r.size() - 2);
@@ -1086,7 +1090,19 @@ Call<Hold> RedisBackend::Impl::hold_call(const HoldCommand& cmd) const {
                 if (hold.replayed) hold.token = r.text(7);
             }
             return hold;
-        }));
+        });
+    if (req.kind != HoldKind::seats) return make_call<Hold>(redis_scripts::hold, std::move(ks), std::move(args), std::move(read));
+    // A new hold of named seats is answered by its expiry alone (a bare integer): the seats
+    // are the ones asked for.
+    return make_call<Hold>(
+        redis_scripts::hold, std::move(ks), std::move(args),
+        [read = std::move(read), token = cmd.token, event = cmd.event, holder = cmd.holder,
+         zone = req.zone, seats = req.seats](const redisReply* reply) -> Result<Hold> {
+            if (reply && reply->type == REDIS_REPLY_INTEGER)
+                return Hold{token, event,           holder,           zone, seats,
+                            wall(reply->integer), HoldStatus::held, {},   false};
+            return read(reply);
+        });
 }
 
 Result<Call<Order>> RedisBackend::Impl::confirm_call(const ConfirmCommand& cmd) const {

@@ -10,6 +10,7 @@
 
 #include <seatlock/backends/redis.hpp>
 #include <seatlock/hold_store.hpp>
+#include <seatlock/lock_manager.hpp>
 #include <seatlock/redis/key_layout.hpp>
 
 #include <boost/asio/use_future.hpp>
@@ -190,6 +191,41 @@ TEST_CASE("a write its replica does not acknowledge in time is not_replicated, a
     auto asynchronous = store.async_confirm(second->token, "pay-2", boost::asio::use_future).get();
     check(asynchronous, "A-2", std::chrono::steady_clock::now() - start);
     CHECK(paid_order(pair.primary.port(), "A-2") == "pay-2");
+}
+
+TEST_CASE("the writes that answer a bare integer wait for the replica too: locks, releases, holds of named seats") {
+    Replicated pair;
+    seatlock::RedisBackend backend(pair.options(1));
+    seatlock::SeatHoldStore store(backend, no_limit());
+    seatlock::LockManager locks(backend);
+    REQUIRE(store.create_event(event(4)));
+    auto first = store.hold("game1", "ann", seatlock::named_seats("lower", {"A-1"}));
+    auto second = store.hold("game1", "bob", seatlock::named_seats("lower", {"A-2"}));
+    REQUIRE(first);
+    REQUIRE(second);
+    auto door = locks.try_lock("door");
+    auto gate = locks.try_lock("gate");
+    REQUIRE(door);
+    REQUIRE(gate);
+
+    Frozen replica(pair.pid(pair.replica));
+    auto hold = store.hold("game1", "cyd", seatlock::named_seats("lower", {"A-3"}));
+    CHECK(hold.is(errc::not_replicated));
+    if (!hold) CHECK(hold.error().items == std::vector<std::string>{"A-3"});
+    CHECK(store.release(first->token).is(errc::not_replicated));
+    CHECK(store.async_release(second->token, boost::asio::use_future).get().is(errc::not_replicated));
+    CHECK(door->extend(30s).is(errc::not_replicated));
+    CHECK(door->unlock().is(errc::not_replicated));
+    CHECK(gate->async_unlock(boost::asio::use_future).get().is(errc::not_replicated));
+    CHECK(locks.try_lock("hall").is(errc::not_replicated));
+    replica.thaw();
+
+    // All were applied: the held seat is taken, the released ones and the locks are free.
+    CHECK(store.hold("game1", "dan", seatlock::named_seats("lower", {"A-3"})).is(errc::seat_taken));
+    CHECK(store.hold("game1", "dan", seatlock::named_seats("lower", {"A-1", "A-2"})));
+    CHECK(locks.try_lock("door"));
+    CHECK(locks.try_lock("gate"));
+    CHECK(locks.try_lock("hall"));  // taken without its replica's word, then given back
 }
 
 TEST_CASE("without replicas_to_ack, a sale answered done is lost when the primary dies before its replica has it") {

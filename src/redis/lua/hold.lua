@@ -3,9 +3,10 @@
 -- ARGV: prefix, event, holder, token, zone, kind (seats|quantity|best_available),
 --       n, ttl_ms, max_seats (0 = none), one_active (0|1), idempotency key ('' for none),
 --       then n seat ids for `seats`
--- Returns {1, expires_ms, seats...} for a new hold (one table: each table costs a reply
--- more to write), {1, zone, {seats}, expires_ms, status, order, replayed} for a remembered
--- one (this token, or this key), or a refusal.
+-- Returns, for a new hold, its expiry (expires_ms, a bare integer) when it names its seats,
+-- else {1, expires_ms, seats...} (one table: each table costs a reply more to write);
+-- {1, zone, {seats}, expires_ms, status, order, replayed} for a remembered one (this
+-- token, or this key); or a refusal.
 -- A hold of named seats runs 6 commands: TIME, one HMGET of the event hash (event, timers,
 -- zone, an earlier try with this token, the holder's counters), ZMSCORE and ZREM on the
 -- zone's free set, one HSET of the event hash (the hold, the holder's counter) and one ZADD
@@ -243,6 +244,8 @@ if not ev[2] or expires < ev[2] + 0 then
 end
 redis.call('HSET', K.event, unpack(set))
 redis.call('ZADD', K.deadlines, expires_at, token)
+-- Named seats: the caller has them, the expiry is all it is told.
+if kind == 'seats' then return expires end
 -- Room for 6 seats, as `set`.
 local reply = {1, expires, nil, nil, nil, nil, nil, nil}
 for i = 1, #seats do reply[i + 2] = seats[i] end
