@@ -18,6 +18,14 @@ function(read_lua path out)
   if(text MATCHES "@FUNCTION_PREFIX@")
     message(FATAL_ERROR "${path} contains the placeholder @FUNCTION_PREFIX@")
   endif()
+  # Comment lines are left empty: the library stays far below the 65,536 characters a
+  # string literal may have (clang warns beyond), and Lua's line numbers stay the files'.
+  # (A line that starts with -- is a comment: the files have no multi-line strings.)
+  if(text MATCHES "\\[\\[|\\[=+\\[")
+    message(FATAL_ERROR "${path} has a long bracket string or comment: its lines would be cut")
+  endif()
+  string(REGEX REPLACE "\n[ \t]*--[^\n]*" "\n" text "\n${text}")
+  string(SUBSTRING "${text}" 1 -1 text)
   set(${out} "${text}" PARENT_SCOPE)
 endfunction()
 
