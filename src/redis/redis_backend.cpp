@@ -1067,40 +1067,42 @@ Call<Hold> RedisBackend::Impl::hold_call(const HoldCommand& cmd) const {
         cmd.limits.one_active_hold_per_holder ? "1" : "0",
         cmd.idempotency_key};
     if (req.kind == HoldKind::seats) args.insert(args.end(), req.seats.begin(), req.seats.end());
-    auto read = standard<Hold>(
-        redis_scripts::hold, [token = cmd.token, event = cmd.event, holder = cmd.holder,
-                              zone = req.zone](const Reader& r) {
-            // {1, expires_ms, seats...} for a new hold of a quantity or the best available.
-            if (r.at(1)->type == REDIS_REPLY_INTEGER) {
-                std::vector<std::string> seats;
-                seats.reserve(r.size() - 2);
-                for (std::size_t i = 2; i < r.size(); ++i) seats.push_back(r.text(i));
-                if (seats.empty()) throw BadReply("a hold of no seat");
-                return Hold{token, event,      holder,           zone, std::move(seats),
-                            wall(r.integer(1)), HoldStatus::held, {},   false};
-            }
-            // {1, zone, {seats}, expires_ms, status, order, replayed[, token]} for a
-            // remembered one (its token, when replayed by its idempotency key).
-            Hold hold{token, event, holder, r.text(1), r.texts(2), wall(r.integer(3)),
-                      HoldStatus::held, {}, false};
-            if (r.size() > 4) {
-                hold.status = status_named(r.text(4));
-                hold.order_id = r.text(5);
-                hold.replayed = r.integer(6) == 1;
-                if (hold.replayed) hold.token = r.text(7);
-            }
+    // The hold as made. A new hold of named seats is answered by its expiry alone (a bare
+    // integer): its seats are the ones asked for.
+    Hold made{cmd.token, cmd.event, cmd.holder, req.zone,
+              req.kind == HoldKind::seats ? req.seats : std::vector<std::string>{},
+              {}, HoldStatus::held, {}, false};
+    auto read = standard<Hold>(redis_scripts::hold, [made](const Reader& r) {
+        Hold hold = made;
+        // {1, expires_ms, seats...} for a new hold of a quantity or the best available.
+        if (r.at(1)->type == REDIS_REPLY_INTEGER) {
+            hold.seats.clear();
+            for (std::size_t i = 2; i < r.size(); ++i) hold.seats.push_back(r.text(i));
+            if (hold.seats.empty()) throw BadReply("a hold of no seat");
+            hold.expires_at = wall(r.integer(1));
             return hold;
-        });
-    if (req.kind != HoldKind::seats) return make_call<Hold>(redis_scripts::hold, std::move(ks), std::move(args), std::move(read));
-    // A new hold of named seats is answered by its expiry alone (a bare integer): the seats
-    // are the ones asked for.
+        }
+        // {1, zone, {seats}, expires_ms, status, order, replayed[, token]} for a remembered
+        // one (its token, when replayed by its idempotency key).
+        hold.zone = r.text(1);
+        hold.seats = r.texts(2);
+        hold.expires_at = wall(r.integer(3));
+        if (r.size() > 4) {
+            hold.status = status_named(r.text(4));
+            hold.order_id = r.text(5);
+            hold.replayed = r.integer(6) == 1;
+            if (hold.replayed) hold.token = r.text(7);
+        }
+        return hold;
+    });
     return make_call<Hold>(
         redis_scripts::hold, std::move(ks), std::move(args),
-        [read = std::move(read), token = cmd.token, event = cmd.event, holder = cmd.holder,
-         zone = req.zone, seats = req.seats](const redisReply* reply) -> Result<Hold> {
-            if (reply && reply->type == REDIS_REPLY_INTEGER)
-                return Hold{token, event,           holder,           zone, seats,
-                            wall(reply->integer), HoldStatus::held, {},   false};
+        [made = std::move(made), read = std::move(read)](const redisReply* reply) -> Result<Hold> {
+            if (reply && reply->type == REDIS_REPLY_INTEGER && !made.seats.empty()) {
+                Hold hold = made;
+                hold.expires_at = wall(reply->integer);
+                return hold;
+            }
             return read(reply);
         });
 }
