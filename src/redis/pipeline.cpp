@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <deque>
 #include <iterator>
@@ -51,31 +52,43 @@ constexpr int max_backoff_doublings = 5;
 // between the load and the call again.
 constexpr int max_loads = 2;
 
-struct CommandDeleter {
-    void operator()(char* command) const noexcept { redisFreeCommand(command); }
-};
+// One command in RESP, as hiredis's redisFormatCommandArgv writes it: "*<argc>\r\n", then
+// "$<length>\r\n<bytes>\r\n" for each argument. Written here with std::to_chars into one
+// string sized beforehand, because hiredis prints every length with sprintf and allocates
+// twice more per call: about a seventh of the client's CPU time in the asynchronous lock
+// benchmark (docs/performance.md). tests/integration/pipeline_test.cpp compares the bytes
+// with hiredis's for many commands.
+using Command = std::string;
 
-// One command in RESP, as hiredis formats it.
-struct Command {
-    std::unique_ptr<char, CommandDeleter> data;
-    std::size_t size = 0;
-};
+}  // namespace
 
-Command format(std::span<const std::string_view> argv) {
-    std::vector<const char*> pointers;
-    std::vector<std::size_t> lengths;
-    pointers.reserve(argv.size());
-    lengths.reserve(argv.size());
+std::string format_command(std::span<const std::string_view> argv) {
+    constexpr std::size_t max_digits = 20;  // of a std::size_t
+    std::size_t size = 1 + max_digits + 2;
+    for (auto arg : argv) size += 1 + max_digits + 2 + arg.size() + 2;
+    std::string out(size, '\0');
+    char* at = out.data();
+    char* const end = at + size;
+    auto header = [&](char kind, std::size_t n) {
+        *at++ = kind;
+        at = std::to_chars(at, end, n).ptr;
+        *at++ = '\r';
+        *at++ = '\n';
+    };
+    header('*', argv.size());
     for (auto arg : argv) {
-        pointers.push_back(arg.data());
-        lengths.push_back(arg.size());
+        header('$', arg.size());
+        if (!arg.empty()) at = std::copy(arg.begin(), arg.end(), at);
+        *at++ = '\r';
+        *at++ = '\n';
     }
-    char* target = nullptr;
-    const int size = redisFormatCommandArgv(&target, static_cast<int>(argv.size()), pointers.data(),
-                                            lengths.data());
-    if (size < 0 || !target) throw std::bad_alloc();  // hiredis fails only when out of memory
-    return {std::unique_ptr<char, CommandDeleter>(target), static_cast<std::size_t>(size)};
+    out.resize(static_cast<std::size_t>(at - out.data()));
+    return out;
 }
+
+namespace {
+
+Command format(std::span<const std::string_view> argv) { return format_command(argv); }
 
 struct ReaderDeleter {
     void operator()(redisReader* reader) const noexcept { redisReaderFree(reader); }
@@ -375,11 +388,11 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
                 // send of the request (after a FUNCTION LOAD too), right before it.
                 static const std::string_view asking_argv[] = {"ASKING"};
                 static const Command asking_command = format(asking_argv);
-                l->out.append(asking_command.data.get(), asking_command.size);
+                l->out.append(asking_command);
                 ++requests;
                 sent.push_back(Request{Kind::asking, {}, "ASKING", {}, 0, deadline});
             }
-            l->out.append(r.command.data.get(), r.command.size);
+            l->out.append(r.command);
             if (r.kind != Kind::fcall) r.command = {};
             r.deadline = deadline;
             sent.push_back(std::move(r));

@@ -3,8 +3,8 @@
 // one socket write, and one socket read answers many of them, so the server spends its
 // time running commands rather than waking up for each one.
 //
-// Requests are formatted and replies parsed by hiredis; the socket, the timers and the
-// order of events are Asio's. Replies are matched to requests first in, first out, as
+// Replies are parsed by hiredis, requests written as hiredis writes them
+// (format_command); the socket, the timers and the order of events are Asio's. Replies are matched to requests first in, first out, as
 // Redis answers a connection's commands in the order it received them.
 //
 // What a caller is told, and what it may do next:
@@ -28,10 +28,15 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace seatlock::redis_detail {
+
+/// A command in RESP, byte for byte what hiredis's redisFormatCommandArgv writes.
+std::string format_command(std::span<const std::string_view> argv);
 
 class Pipeline {
 public:

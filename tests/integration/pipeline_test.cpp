@@ -169,6 +169,43 @@ void wait_written(const Pipeline& pipeline, std::uint64_t n) {
 
 }  // namespace
 
+TEST_CASE("requests are written byte for byte as hiredis formats them") {
+    // What hiredis's redisFormatCommandArgv writes for the same arguments.
+    auto hiredis = [](const std::vector<std::string>& argv) {
+        std::vector<const char*> pointers;
+        std::vector<std::size_t> lengths;
+        for (const auto& arg : argv) {
+            pointers.push_back(arg.data());
+            lengths.push_back(arg.size());
+        }
+        char* target = nullptr;
+        const int size = redisFormatCommandArgv(&target, static_cast<int>(argv.size()),
+                                                pointers.data(), lengths.data());
+        REQUIRE(size > 0);
+        std::string out(target, static_cast<std::size_t>(size));
+        redisFreeCommand(target);
+        return out;
+    };
+    auto ours = [](const std::vector<std::string>& argv) {
+        const std::vector<std::string_view> views(argv.begin(), argv.end());
+        return seatlock::redis_detail::format_command(views);
+    };
+    std::vector<std::vector<std::string>> commands = {
+        {"PING"},
+        {"SET", "", ""},                                        // empty arguments
+        {"SET", "k", std::string("a\0b\r\n\xff", 6)},          // binary-safe
+        {"FCALL", "seatlock_x_hold", "6", "a:{e}", "b:{e}", "c", std::string(100000, 'x')},
+    };
+    std::vector<std::string> many{"MGET"};  // argc and lengths of several digits
+    for (int i = 0; i < 1234; ++i) many.push_back(std::string(static_cast<std::size_t>(i % 13), 'k'));
+    commands.push_back(many);
+    for (const auto& argv : commands) {
+        CAPTURE(argv.front());
+        CAPTURE(argv.size());
+        CHECK(ours(argv) == hiredis(argv));
+    }
+}
+
 TEST_CASE("calls issued together share server reads and socket writes") {
     RedisServer server;
     RedisAdmin admin(server.port());
