@@ -52,16 +52,14 @@ constexpr int max_backoff_doublings = 5;
 // between the load and the call again.
 constexpr int max_loads = 2;
 
+}  // namespace
+
 // One command in RESP, as hiredis's redisFormatCommandArgv writes it: "*<argc>\r\n", then
 // "$<length>\r\n<bytes>\r\n" for each argument. Written here with std::to_chars into one
 // string sized beforehand, because hiredis prints every length with sprintf and allocates
 // twice more per call: about a seventh of the client's CPU time in the asynchronous lock
 // benchmark (docs/performance.md). tests/integration/pipeline_test.cpp compares the bytes
 // with hiredis's for many commands.
-using Command = std::string;
-
-}  // namespace
-
 std::string format_command(std::span<const std::string_view> argv) {
     constexpr std::size_t max_digits = 20;  // of a std::size_t
     std::size_t size = 1 + max_digits + 2;
@@ -78,7 +76,7 @@ std::string format_command(std::span<const std::string_view> argv) {
     header('*', argv.size());
     for (auto arg : argv) {
         header('$', arg.size());
-        if (!arg.empty()) at = std::copy(arg.begin(), arg.end(), at);
+        at = std::copy(arg.begin(), arg.end(), at);
         *at++ = '\r';
         *at++ = '\n';
     }
@@ -87,8 +85,6 @@ std::string format_command(std::span<const std::string_view> argv) {
 }
 
 namespace {
-
-Command format(std::span<const std::string_view> argv) { return format_command(argv); }
 
 struct ReaderDeleter {
     void operator()(redisReader* reader) const noexcept { redisReaderFree(reader); }
@@ -115,7 +111,7 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
 
     struct Request {
         Kind kind = Kind::command;
-        Command command;   // kept after writing only for an FCALL, which may go again
+        std::string command;  // kept after writing only for an FCALL, which may go again
         std::string what;  // "INCR", "FCALL hold": how messages name the request
         Callback done;
         int loads = 0;  // FUNCTION LOADs this FCALL waited for
@@ -361,17 +357,17 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
             Request auth{Kind::auth, {}, "AUTH", {}, 0, {}};
             if (options.user.empty()) {
                 const std::string_view argv[] = {"AUTH", options.password};
-                auth.command = format(argv);
+                auth.command = format_command(argv);
             } else {
                 const std::string_view argv[] = {"AUTH", options.user, options.password};
-                auth.command = format(argv);
+                auth.command = format_command(argv);
             }
             out.push_back(std::move(auth));
         }
         if (options.db != 0) {
             const std::string db = std::to_string(options.db);
             const std::string_view argv[] = {"SELECT", db};
-            out.push_back(Request{Kind::select, format(argv), "SELECT", {}, 0, {}});
+            out.push_back(Request{Kind::select, format_command(argv), "SELECT", {}, 0, {}});
         }
         return out;
     }
@@ -387,7 +383,7 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
                 // Redis forgets ASKING after one command: it is written again with each
                 // send of the request (after a FUNCTION LOAD too), right before it.
                 static const std::string_view asking_argv[] = {"ASKING"};
-                static const Command asking_command = format(asking_argv);
+                static const std::string asking_command = format_command(asking_argv);
                 l->out.append(asking_command);
                 ++requests;
                 sent.push_back(Request{Kind::asking, {}, "ASKING", {}, 0, deadline});
@@ -538,7 +534,7 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
         if (load_pending) return;
         load_pending = true;
         const std::string_view argv[] = {"FUNCTION", "LOAD", redis_scripts::library};
-        queued.push_front(Request{Kind::load, format(argv), "FUNCTION LOAD", {}, 0, {}});
+        queued.push_front(Request{Kind::load, format_command(argv), "FUNCTION LOAD", {}, 0, {}});
     }
 
     void handshake_failed(Kind kind, std::string_view message) {
@@ -685,7 +681,7 @@ void Pipeline::exec(std::vector<std::string> argv, Callback done, bool asking) {
         throw Error(make_error_code(errc::invalid_argument), "Pipeline::exec: no command");
     const std::vector<std::string_view> views(argv.begin(), argv.end());
     state_->submit(
-        State::Request{State::Kind::command, format(views), argv.front(), std::move(done), 0, {}, asking});
+        State::Request{State::Kind::command, format_command(views), argv.front(), std::move(done), 0, {}, asking});
 }
 
 void Pipeline::fcall(const redis_scripts::Script& script, std::vector<std::string> keys,
@@ -697,7 +693,7 @@ void Pipeline::fcall(const redis_scripts::Script& script, std::vector<std::strin
     argv.insert(argv.end(), args.begin(), args.end());
     std::string what = "FCALL " + std::string(script.name);
     state_->submit(
-        State::Request{State::Kind::fcall, format(argv), std::move(what), std::move(done), 0, {}, asking});
+        State::Request{State::Kind::fcall, format_command(argv), std::move(what), std::move(done), 0, {}, asking});
 }
 
 Pipeline::Stats Pipeline::stats() const {

@@ -3,9 +3,10 @@
 // one socket write, and one socket read answers many of them, so the server spends its
 // time running commands rather than waking up for each one.
 //
-// Replies are parsed by hiredis, requests written as hiredis writes them
-// (format_command); the socket, the timers and the order of events are Asio's. Replies are matched to requests first in, first out, as
-// Redis answers a connection's commands in the order it received them.
+// Replies are parsed by hiredis, requests written as hiredis writes them (format_command);
+// the socket, the timers and the order of events are Asio's. Replies are matched to
+// requests first in, first out, as Redis answers a connection's commands in the order it
+// received them.
 //
 // What a caller is told, and what it may do next:
 //   - a reply (error replies included: they are the server's answer, not a transport
