@@ -1,7 +1,8 @@
 // The Redis storage layout's own mechanisms, which the conformance suite cannot see
 // through the API: the event's "due" field that lets nearly every call skip the sweep,
-// the timer that forgets an acknowledged expired hold, holds larger than the chunks the
-// functions split commands and seat lists into, and the functions' memo of key names.
+// the timer that forgets an acknowledged expired hold, the key that remembers a released
+// hold, holds larger than the chunks the functions split commands and seat lists into,
+// and the functions' memo of key names.
 #include "redis_admin.hpp"
 #include "support/redis_server.hpp"
 #include "test_setup.hpp"
@@ -95,12 +96,58 @@ TEST_CASE("due is the earliest deadline: a short hold after a long one still exp
     CHECK(w.expired_tokens() == std::vector<std::string>{short_hold.token});
     CHECK(w.due() == long_deadline);  // moved on to the earliest timer left
 
-    // Releasing the last hold turns its timer into the end of the released hold's memory
-    // (2 minutes): "due" stays no later than it.
+    // Releasing the last hold takes its timer away; "due" may stay where it was (no later
+    // than any timer, as there is none), and the next sweep that finds nothing clears it.
     REQUIRE(w.store.release(long_hold.token));
-    const long long forget_at = w.deadline(long_hold.token);
-    CHECK(forget_at > 0);
-    CHECK(w.due() == std::min(long_deadline, forget_at));
+    CHECK(w.deadline(long_hold.token) == -1);
+    CHECK(w.due() == long_deadline);
+    w.admin.command({"HSET", event_key, "due", "1"});
+    CHECK(w.state("A-1") == SeatState::free);
+    CHECK(w.due() == -1);
+}
+
+TEST_CASE("a released hold leaves the event hash for a key of its own; a keyed one stays with a timer") {
+    World w;
+    auto plain = w.store.hold("game1", "plain", seatlock::named_seats("lower", {"A-1"})).value();
+    seatlock::HoldOptions keyed_options;
+    keyed_options.idempotency_key = "intent-1";
+    auto keyed = w.store.hold("game1", "keyed", seatlock::named_seats("lower", {"A-2"}), keyed_options)
+                     .value();
+    REQUIRE(w.store.release(plain.token));
+    REQUIRE(w.store.release(keyed.token));
+
+    // Without a key: no record, no timer, no counter; a key that Redis expires in 2 minutes.
+    const std::string released = "seatlock:released:{game1}:" + plain.token.substr(plain.token.size() - 32);
+    CHECK(w.admin.integer({"HEXISTS", event_key, "h:" + plain.token}) == 0);
+    CHECK(w.admin.integer({"HEXISTS", event_key, "u:plain"}) == 0);
+    CHECK(w.deadline(plain.token) == -1);
+    const long long ttl = w.admin.integer({"PTTL", released});
+    CHECK(ttl > 110'000);
+    CHECK(ttl <= 120'000);
+    CHECK(w.store.release(plain.token));  // a retry
+    CHECK(w.store.confirm(plain.token, "order-p").is(seatlock::errc::hold_not_active));
+    CHECK(w.store.extend(plain.token, 1min).is(seatlock::errc::hold_not_active));
+
+    // With a key: the record, status released, until its timer 2 minutes out; a replay
+    // of the key finds it whole.
+    CHECK(w.admin.text({"HGET", event_key, "h:" + keyed.token}).starts_with("released=intent-1 "));
+    CHECK(w.deadline(keyed.token) > 0);
+    auto replay = w.store.hold("game1", "keyed", seatlock::named_seats("lower", {"A-2"}), keyed_options)
+                      .value();
+    CHECK(replay.replayed);
+    CHECK(replay.status == seatlock::HoldStatus::released);
+
+    // Once the memory is over, each is unknown, and the keyed hold's key is free again.
+    w.admin.command({"DEL", released});
+    w.admin.command({"ZADD", deadlines_key, "1", keyed.token});
+    w.admin.command({"HSET", event_key, "due", "1"});
+    CHECK(w.store.release(plain.token).is(seatlock::errc::unknown_hold));
+    CHECK(w.store.confirm(plain.token, "order-p").is(seatlock::errc::unknown_hold));
+    CHECK(w.store.release(keyed.token).is(seatlock::errc::unknown_hold));
+    CHECK(w.admin.integer({"HEXISTS", event_key, "k:keyed:intent-1"}) == 0);
+    auto again = w.store.hold("game1", "keyed", seatlock::named_seats("lower", {"A-2"}), keyed_options)
+                     .value();
+    CHECK_FALSE(again.replayed);
 }
 
 TEST_CASE("an acknowledged expired hold is forgotten by its timer, a late-confirmed one is kept") {
@@ -198,7 +245,9 @@ TEST_CASE("the functions' memo of key names forgets past 1,000 events or zones a
     CHECK(h.seats == std::vector<std::string>{"2"});
     CHECK(w.admin.integer({"ZCARD", "seatlock:deadlines:{memo0}"}) == 2);
     REQUIRE(w.store.release(h.token));
-    // The released hold's timer now ends its memory; the other hold's is as it was.
-    CHECK(w.admin.integer({"ZCARD", "seatlock:deadlines:{memo0}"}) == 2);
-    CHECK(w.admin.integer({"HEXISTS", "seatlock:event:{memo0}", "h:" + h.token}) == 1);
+    // The released hold's timer and record are gone, its key names the right event; the
+    // other hold's timer is as it was.
+    CHECK(w.admin.integer({"ZCARD", "seatlock:deadlines:{memo0}"}) == 1);
+    CHECK(w.admin.integer({"HEXISTS", "seatlock:event:{memo0}", "h:" + h.token}) == 0);
+    CHECK(w.admin.integer({"EXISTS", "seatlock:released:{memo0}:" + h.token.substr(h.token.size() - 32)}) == 1);
 }

@@ -30,7 +30,8 @@
 --     v:<holder>          the holder's paid seats (u and v: no field while 0)
 --     h:<token>           a hold: "<status>[=<key>] <holder> <zone> <created> <expires> <pairs>",
 --                         status held, expired, released or c:<order> (confirmed); <key>
---                         the caller's idempotency key, when given
+--                         the caller's idempotency key, when given. Only a hold with a
+--                         key stays here once released (was_released)
 --     k:<holder>:<key>    the token of the hold a holder made with an idempotency key; as
 --                         long as the hold's record
 --     o:<order>           an order: "<holder> <zone> <token> <paid_at> <cancelled> <pairs>"
@@ -57,6 +58,7 @@ local HOLD_MEMORY_MS = 3600 * 1000
 -- How long a released hold is remembered (detail::released_memory_ms): a retried release
 -- succeeds, a replayed idempotency key finds it.
 local RELEASED_MEMORY_MS = 120 * 1000
+local RELEASED_MEMORY = '120000' -- the same, as SET PX takes it
 
 local function malformed(what)
   error({err = 'ERR seatlock: malformed argument: ' .. what})
@@ -221,6 +223,7 @@ local function arg_event(i)
     token_length = #event + 33, token_pattern = '^' .. string.gsub(event, '%p', '%%%0') .. '%.[0-9a-f]*$',
     event = prefix .. ':event' .. tag, paid = prefix .. ':paid' .. tag,
     deadlines = prefix .. ':deadlines' .. tag, expired = prefix .. ':expired' .. tag,
+    released = prefix .. ':released' .. tag .. ':',
     free = free_key, seats = seats_key, zone_keys = {free = {}, seats = {}}, zone_names = 0,
   }
   if key_memo_size >= 1000 then KEY_MEMO, key_memo_size = {}, 0 end
@@ -431,6 +434,27 @@ local function forget_hold(K, token, h)
   else
     redis.call('HDEL', K.event, 'h:' .. token)
   end
+end
+
+-- A hold released without an idempotency key is remembered by a key of its own,
+-- <prefix>:released:{event}:<the token's 32 hex digits>, that Redis deletes after
+-- RELEASED_MEMORY_MS: all a retried release, confirm or extend needs to know is that the
+-- hold was released (a replayed key needs the whole record, so a keyed hold keeps it in
+-- the event hash). The event hash and its timers then hold no more than the live holds,
+-- instead of every hold released in the last two minutes, which made each call on a busy
+-- event slower (docs/performance.md). The key carries the event's hash tag: one slot.
+local function released_key(K, token)
+  return K.released .. string.sub(token, -32)
+end
+
+local function was_released(K, token)
+  return redis.call('EXISTS', released_key(K, token)) == 1
+end
+
+-- The refusal for a call that needs a hold whose token is not in the event hash.
+local function missing_hold(K, token)
+  if was_released(K, token) then return refuse('hold_not_active', 'hold ' .. token .. ' was released') end
+  return refuse('unknown_hold', 'no hold ' .. token .. ' in event ' .. K.id)
 end
 
 -- An order's record (field o:<order>).

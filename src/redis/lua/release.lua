@@ -1,12 +1,15 @@
--- release.lua: held -> free (HoldTable::release). The released hold is remembered for
--- RELEASED_MEMORY_MS (its deadline becomes the end of that memory), so a retried release
--- succeeds; so does releasing an expired hold (its seats are free already); a confirmed
--- hold is refused.
+-- release.lua: held -> free (HoldTable::release). A retried release succeeds, as does
+-- releasing an expired hold (its seats are free already); a confirmed hold is refused.
+-- The released hold is remembered for RELEASED_MEMORY_MS: by a key of its own
+-- (was_released), or, when it was made with an idempotency key, by its record, kept with
+-- status released in the event hash until its timer (now the end of that memory) runs.
 -- KEYS: the event keys
 -- ARGV: prefix, event, token
 -- Returns 1 (a bare integer: a table costs a reply more to write) or a refusal.
--- Runs 6 commands: TIME, HMGET of the event hash, ZADD of the deadline, ZADD of the seats,
--- HINCRBY of the holder's counter, HSET of the hold (and HDEL of the counter, once at 0).
+-- Runs 7 commands: TIME, HMGET of the event hash, ZADD of the seats, HINCRBY of the
+-- holder's counter, ZREM of the deadline, HDEL of the hold (and of the counter, once at 0),
+-- SET of the released key. (With a key: ZADD of the deadline and HSET of the record
+-- instead of ZREM, HDEL and SET.)
 arg_count(3, 'release')
 local K = arg_event(1)
 local event = ARGV[2]
@@ -19,16 +22,33 @@ local ev = redis.call('HMGET', K.event, 'id', 'due', hold_field)
 if sweep(K, now, ev[2]) then ev = redis.call('HMGET', K.event, 'id', 'due', hold_field) end
 if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
 local text = ev[3]
-if not text then return refuse('unknown_hold', 'no hold ' .. token .. ' in event ' .. event) end
+if not text then
+  if was_released(K, token) then return 1 end -- a retry
+  return refuse('unknown_hold', 'no hold ' .. token .. ' in event ' .. event)
+end
 local status, rest, holder, zone, pairs_at = hold_head(text)
 if status == 'expired' or status == 'released' then return 1 end
 if status ~= 'held' then return inactive(token, hold_of(text)) end
+local flat = unpack_pairs(string.sub(text, pairs_at))
+chunked('ZADD', K:free(zone), flat)
+local counts_field = 'u:' .. holder
+if string.sub(text, rest, rest) ~= '=' then
+  -- No idempotency key: the record goes, its own key remembers the release. The holder's
+  -- counter goes with the record once back at 0; "due" may now lie before every timer,
+  -- which only costs the sweep that finds none.
+  redis.call('ZREM', K.deadlines, token)
+  if redis.call('HINCRBY', K.event, counts_field, count_digits(-#flat / 2 - HOLD_UNIT)) == 0 then
+    redis.call('HDEL', K.event, hold_field, counts_field)
+  else
+    redis.call('HDEL', K.event, hold_field)
+  end
+  redis.call('SET', released_key(K, token), '1', 'PX', RELEASED_MEMORY)
+  return 1
+end
+count_holds(K, counts_field, -#flat / 2, -1)
 local forget_at = now + RELEASED_MEMORY_MS
 local forget = digits(forget_at)
 redis.call('ZADD', K.deadlines, forget, token)
-local flat = unpack_pairs(string.sub(text, pairs_at))
-chunked('ZADD', K:free(zone), flat)
-count_holds(K, 'u:' .. holder, -#flat / 2, -1)
 -- The record as it was, but for its status.
 local record = 'released' .. string.sub(text, rest)
 if ev[2] and forget_at >= ev[2] + 0 then
