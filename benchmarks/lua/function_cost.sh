@@ -13,7 +13,8 @@
 #
 # Calls are piped (redis-cli --pipe), so the figure is the function's own time, not the
 # cost of reading requests. Each phase runs CALLS calls of one function, with CONFIG
-# RESETSTAT before and INFO commandstats after:
+# RESETSTAT before and INFO commandstats after (and used_memory before and after: what
+# the data grew by):
 #   lock_acquire  3 keys of one group (3 GET/MGET, INCR of the fence, 3 SET PX)
 #   lock_release  the same 3 keys
 #   hold          3 named seats, a new holder each time (limit 3 seats per holder)
@@ -159,17 +160,26 @@ cost() {
   fi
 }
 
+# The server's used_memory, in bytes.
+memory() {
+  cli INFO memory | sed -n 's/^used_memory:\([0-9]*\).*/\1/p'
+}
+
 # Runs the commands of file $2 as phase $1; prints "usec_per_call cost_per_call
-# cmds_per_call", the cost in us of CPU or in instructions.
+# cmds_per_call bytes_per_call", the cost in us of CPU or in instructions, the bytes the
+# data grew by.
 measure() {
-  local file="$2" before after
+  local file="$2" before after memory_before memory_after
   cli CONFIG RESETSTAT >/dev/null
+  memory_before=$(memory)
   before=$(cost)
   pipe "$file"
   after=$(cost)
+  memory_after=$(memory)
   if [[ -n "$instructions" ]]; then before=0; fi # callgrind counted from zero
   cli INFO commandstats | tr -d '\r' | awk -F'[:=,]' -v expected="$calls" -v phase="$1" \
-    -v cost=$(( after - before )) -v unit=$([[ -n "$instructions" ]] && echo 1 || echo 1000) '
+    -v cost=$(( after - before )) -v unit=$([[ -n "$instructions" ]] && echo 1 || echo 1000) \
+    -v grown=$(( memory_after - memory_before )) '
     /^cmdstat_/ {
       name = substr($1, 9)
       if (name == "config" || name == "info") next
@@ -179,7 +189,7 @@ measure() {
     }
     END {
       if (top != expected) { print phase ": " top " calls counted, " expected " sent" > "/dev/stderr"; exit 1 }
-      printf "%.2f %.2f %.2f\n", usec / top, cost / unit / top, inner / top
+      printf "%.2f %.2f %.2f %.0f\n", usec / top, cost / unit / top, inner / top, grown / top
     }'
 }
 
@@ -278,6 +288,7 @@ for round in $(seq "$rounds"); do
     calls=$((calls * 2))
     cli DEL "$prefix:free:$tag:z" "$prefix:seats:$tag:z" "$prefix:paid:$tag" "$prefix:event:$tag" \
       "$prefix:deadlines:$tag" "$prefix:fence:{$group}" >/dev/null
+    cli --scan --pattern "$prefix:released:$tag:*" | xargs -r redis-cli -s "$sock" DEL >/dev/null
   done
   # The floors, once per round.
   awk -v calls="$calls" "$AWK_RESP"'
@@ -313,19 +324,20 @@ else
   unit=cpu
   echo "cpu: the server's CPU time per call (us, schedstat), request reading and replies included;"
 fi
-echo "cmds: the commands each call ran inside."
+echo "cmds: the commands each call ran inside; B: how much the server's used_memory grew per"
+echo "call, in that round."
 printf '%-14s' function
-for i in "${!versions[@]}"; do printf '  %-30s' "${versions[$i]} (${names[$i]#seatlock_})"; done
+for i in "${!versions[@]}"; do printf '  %-38s' "${versions[$i]} (${names[$i]#seatlock_})"; done
 echo
 for f in lock_acquire lock_release hold release confirm; do
   printf '%-14s' "$f"
   for i in "${!versions[@]}"; do
-    read -r usec cpu cmds <<<"$(best "${results[$f,$i]}")"
-    printf '  %-30s' "$(printf '%6.2f us %6.6g %s %4.1f cmds' "$usec" "$cpu" "$unit" "$cmds")"
+    read -r usec cpu cmds bytes <<<"$(best "${results[$f,$i]}")"
+    printf '  %-38s' "$(printf '%6.2f us %6.6g %s %4.1f cmds %5d B' "$usec" "$cpu" "$unit" "$cmds" "$bytes")"
   done
   echo
 done
-read -r usec cpu cmds <<<"$(best "${results[noop,f]}")"
+read -r usec cpu cmds bytes <<<"$(best "${results[noop,f]}")"
 printf '%-14s  %6.2f us %6.6g %s            (FCALL of a function that returns 1)\n' floor "$usec" "$cpu" "$unit"
-read -r usec cpu cmds <<<"$(best "${results[redlock,f]}")"
+read -r usec cpu cmds bytes <<<"$(best "${results[redlock,f]}")"
 printf '%-14s  %6.2f us %6.6g %s %4.1f cmds  (node-redlock v5 acquire, EVALSHA, 3 keys)\n' redlock "$usec" "$cpu" "$unit" "$cmds"

@@ -1,7 +1,7 @@
 // The Redis storage layout's own mechanisms, which the conformance suite cannot see
 // through the API: the event's "due" field that lets nearly every call skip the sweep,
-// the timer that forgets an acknowledged expired hold, the key that remembers a released
-// hold, holds larger than the chunks the functions split commands and seat lists into,
+// the timer that forgets an acknowledged expired hold, the sets that remember released
+// holds, holds larger than the chunks the functions split commands and seat lists into,
 // and the functions' memo of key names.
 #include "redis_admin.hpp"
 #include "support/redis_server.hpp"
@@ -51,6 +51,11 @@ struct World {
         auto reply = admin.command({"HGET", event_key, "due"});
         if (reply->type == REDIS_REPLY_NIL) return -1;
         return std::stoll(std::string(reply->str, reply->len));
+    }
+    /// The server's clock in ms.
+    long long now_ms() {
+        auto reply = admin.command({"TIME"});
+        return std::stoll(reply->element[0]->str) * 1000 + std::stoll(reply->element[1]->str) / 1000;
     }
     /// The score of `member` in the deadlines set; -1 when absent.
     long long deadline(const std::string& member) {
@@ -106,7 +111,7 @@ TEST_CASE("due is the earliest deadline: a short hold after a long one still exp
     CHECK(w.due() == -1);
 }
 
-TEST_CASE("a released hold leaves the event hash for a key of its own; a keyed one stays with a timer") {
+TEST_CASE("a released hold leaves the event hash for its minute's set; a keyed one stays with a timer") {
     World w;
     auto plain = w.store.hold("game1", "plain", seatlock::named_seats("lower", {"A-1"})).value();
     seatlock::HoldOptions keyed_options;
@@ -116,17 +121,40 @@ TEST_CASE("a released hold leaves the event hash for a key of its own; a keyed o
     REQUIRE(w.store.release(plain.token));
     REQUIRE(w.store.release(keyed.token));
 
-    // Without a key: no record, no timer, no counter; a key that Redis expires in 2 minutes.
-    const std::string released = "seatlock:released:{game1}:" + plain.token.substr(plain.token.size() - 32);
+    // Without a key: no record, no timer, no counter; the token's hex digits in the set of
+    // the minute of the release, which Redis deletes 2 minutes after that minute.
+    auto sets = w.admin.command({"KEYS", "seatlock:released:{game1}:*"});
+    REQUIRE(sets->elements == 1);
+    const std::string released(sets->element[0]->str, sets->element[0]->len);
+    const std::string minute = released.substr(released.rfind(':') + 1);
+    CHECK(w.admin.text({"HGET", event_key, "rb"}) == minute);
+    CHECK(w.admin.integer({"SISMEMBER", released, plain.token.substr(plain.token.size() - 32)}) == 1);
+    CHECK(w.admin.integer({"SCARD", released}) == 1);
+    const long long expires_at = w.admin.integer({"PEXPIRETIME", released});
+    CHECK(expires_at == (std::stoll(minute) + 1) * 60'000 + 120'000);
     CHECK(w.admin.integer({"HEXISTS", event_key, "h:" + plain.token}) == 0);
     CHECK(w.admin.integer({"HEXISTS", event_key, "u:plain"}) == 0);
     CHECK(w.deadline(plain.token) == -1);
-    const long long ttl = w.admin.integer({"PTTL", released});
-    CHECK(ttl > 110'000);
-    CHECK(ttl <= 120'000);
     CHECK(w.store.release(plain.token));  // a retry
     CHECK(w.store.confirm(plain.token, "order-p").is(seatlock::errc::hold_not_active));
     CHECK(w.store.extend(plain.token, 1min).is(seatlock::errc::hold_not_active));
+
+    // A set two minutes old still counts; one three minutes old is not looked at. (Away
+    // from the end of a minute, so that the minute does not change in between.)
+    const std::string hex = plain.token.substr(plain.token.size() - 32);
+    w.admin.command({"DEL", released});
+    long long now = w.now_ms();
+    if (now % 60'000 > 55'000) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(60'500 - now % 60'000));
+        now = w.now_ms();
+    }
+    const auto set_of = [](long long m) { return "seatlock:released:{game1}:" + std::to_string(m); };
+    const long long this_minute = now / 60'000;
+    w.admin.command({"SADD", set_of(this_minute - 2), hex});
+    CHECK(w.store.release(plain.token));
+    w.admin.command({"DEL", set_of(this_minute - 2)});
+    w.admin.command({"SADD", set_of(this_minute - 3), hex});
+    CHECK(w.store.release(plain.token).is(seatlock::errc::unknown_hold));
 
     // With a key: the record, status released, until its timer 2 minutes out; a replay
     // of the key finds it whole.
@@ -138,7 +166,6 @@ TEST_CASE("a released hold leaves the event hash for a key of its own; a keyed o
     CHECK(replay.status == seatlock::HoldStatus::released);
 
     // Once the memory is over, each is unknown, and the keyed hold's key is free again.
-    w.admin.command({"DEL", released});
     w.admin.command({"ZADD", deadlines_key, "1", keyed.token});
     w.admin.command({"HSET", event_key, "due", "1"});
     CHECK(w.store.release(plain.token).is(seatlock::errc::unknown_hold));
@@ -245,9 +272,9 @@ TEST_CASE("the functions' memo of key names forgets past 1,000 events or zones a
     CHECK(h.seats == std::vector<std::string>{"2"});
     CHECK(w.admin.integer({"ZCARD", "seatlock:deadlines:{memo0}"}) == 2);
     REQUIRE(w.store.release(h.token));
-    // The released hold's timer and record are gone, its key names the right event; the
-    // other hold's timer is as it was.
+    // The released hold's timer and record are gone, and it is remembered in a set of its
+    // own event; the other hold's timer is as it was.
     CHECK(w.admin.integer({"ZCARD", "seatlock:deadlines:{memo0}"}) == 1);
     CHECK(w.admin.integer({"HEXISTS", "seatlock:event:{memo0}", "h:" + h.token}) == 0);
-    CHECK(w.admin.integer({"EXISTS", "seatlock:released:{memo0}:" + h.token.substr(h.token.size() - 32)}) == 1);
+    CHECK(w.admin.command({"KEYS", "seatlock:released:{memo0}:*"})->elements == 1);
 }

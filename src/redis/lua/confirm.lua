@@ -28,7 +28,7 @@ if ev[4] then
   if o.token == token then return order_reply(order, o) end -- a retry
   return refuse('order_conflict', 'order ' .. order .. ' already paid another hold')
 end
-if not ev[3] then return missing_hold(K, token) end
+if not ev[3] then return missing_hold(K, token, now) end
 local text = ev[3]
 local status, rest, holder, zone, pairs_at = hold_head(text)
 if string.sub(status, 1, 2) == 'c:' then

@@ -16,7 +16,7 @@ local hold_field = 'h:' .. token
 local ev = redis.call('HMGET', K.event, 'id', 'due', hold_field)
 if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
 if sweep(K, now, ev[2]) then ev = redis.call('HMGET', K.event, 'id', 'due', hold_field) end
-if not ev[3] then return missing_hold(K, token) end
+if not ev[3] then return missing_hold(K, token, now) end
 local h = hold_of(ev[3])
 if h.status ~= 'held' then return inactive(token, h) end
 -- Capped, never refused: the hold lives at most max_lifetime from its creation. The

@@ -1,6 +1,6 @@
 -- release.lua: held -> free (HoldTable::release). A retried release succeeds, as does
 -- releasing an expired hold (its seats are free already); a confirmed hold is refused.
--- The released hold is remembered for RELEASED_MEMORY_MS: by a key of its own
+-- The released hold is remembered for RELEASED_MEMORY_MS: in the set of its minute
 -- (was_released), or, when it was made with an idempotency key, by its record, kept with
 -- status released in the event hash until its timer (now the end of that memory) runs.
 -- KEYS: the event keys
@@ -8,8 +8,9 @@
 -- Returns 1 (a bare integer: a table costs a reply more to write) or a refusal.
 -- Runs 7 commands: TIME, HMGET of the event hash, ZADD of the seats, HINCRBY of the
 -- holder's counter, ZREM of the deadline, HDEL of the hold (and of the counter, once at 0),
--- SET of the released key. (With a key: ZADD of the deadline and HSET of the record
--- instead of ZREM, HDEL and SET.)
+-- SADD to the minute's set of released holds (and, once a minute, its PEXPIREAT and the
+-- HSET of "rb"). With a key: ZADD of the deadline and HSET of the record instead of ZREM,
+-- HDEL and SADD.
 arg_count(3, 'release')
 local K = arg_event(1)
 local event = ARGV[2]
@@ -18,12 +19,12 @@ check_keys(K)
 
 local now = now_ms()
 local hold_field = 'h:' .. token
-local ev = redis.call('HMGET', K.event, 'id', 'due', hold_field)
-if sweep(K, now, ev[2]) then ev = redis.call('HMGET', K.event, 'id', 'due', hold_field) end
+local ev = redis.call('HMGET', K.event, 'id', 'due', hold_field, 'rb')
+if sweep(K, now, ev[2]) then ev = redis.call('HMGET', K.event, 'id', 'due', hold_field, 'rb') end
 if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
 local text = ev[3]
 if not text then
-  if was_released(K, token) then return 1 end -- a retry
+  if was_released(K, token, now) then return 1 end -- a retry
   return refuse('unknown_hold', 'no hold ' .. token .. ' in event ' .. event)
 end
 local status, rest, holder, zone, pairs_at = hold_head(text)
@@ -33,7 +34,7 @@ local flat = unpack_pairs(string.sub(text, pairs_at))
 chunked('ZADD', K:free(zone), flat)
 local counts_field = 'u:' .. holder
 if string.sub(text, rest, rest) ~= '=' then
-  -- No idempotency key: the record goes, its own key remembers the release. The holder's
+  -- No idempotency key: the record goes, the minute's set remembers the release. The holder's
   -- counter goes with the record once back at 0; "due" may now lie before every timer,
   -- which only costs the sweep that finds none.
   redis.call('ZREM', K.deadlines, token)
@@ -42,7 +43,7 @@ if string.sub(text, rest, rest) ~= '=' then
   else
     redis.call('HDEL', K.event, hold_field)
   end
-  redis.call('SET', released_key(K, token), '1', 'PX', RELEASED_MEMORY)
+  remember_release(K, token, now, ev[4])
   return 1
 end
 count_holds(K, counts_field, -#flat / 2, -1)
