@@ -60,10 +60,19 @@ constexpr int max_loads = 2;
 // twice more per call: about a seventh of the client's CPU time in the asynchronous lock
 // benchmark (docs/performance.md). tests/integration/pipeline_test.cpp compares the bytes
 // with hiredis's for many commands.
-std::string format_command(std::span<const std::string_view> argv) {
+namespace {
+
+// The RESP of a command whose arguments are the elements of `parts`, in order.
+template <typename... Parts>
+std::string format_parts(const Parts&... parts) {
     constexpr std::size_t max_digits = 20;  // of a std::size_t
     std::size_t size = 1 + max_digits + 2;
-    for (auto arg : argv) size += 1 + max_digits + 2 + arg.size() + 2;
+    std::size_t count = 0;
+    auto measure = [&](const auto& part) {
+        for (const auto& arg : part) size += 1 + max_digits + 2 + arg.size() + 2;
+        count += std::size(part);
+    };
+    (measure(parts), ...);
     std::string out(size, '\0');
     char* at = out.data();
     char* const end = at + size;
@@ -73,16 +82,23 @@ std::string format_command(std::span<const std::string_view> argv) {
         *at++ = '\r';
         *at++ = '\n';
     };
-    header('*', argv.size());
-    for (auto arg : argv) {
-        header('$', arg.size());
-        at = std::copy(arg.begin(), arg.end(), at);
-        *at++ = '\r';
-        *at++ = '\n';
-    }
+    header('*', count);
+    auto write = [&](const auto& part) {
+        for (const auto& arg : part) {
+            header('$', arg.size());
+            at = std::copy(arg.begin(), arg.end(), at);
+            *at++ = '\r';
+            *at++ = '\n';
+        }
+    };
+    (write(parts), ...);
     out.resize(static_cast<std::size_t>(at - out.data()));
     return out;
 }
+
+}  // namespace
+
+std::string format_command(std::span<const std::string_view> argv) { return format_parts(argv); }
 
 namespace {
 
@@ -112,7 +128,9 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
     struct Request {
         Kind kind = Kind::command;
         std::string command;  // kept after writing only for an FCALL, which may go again
-        std::string what;  // "INCR", "FCALL hold": how messages name the request
+        std::string what;  // the command ("INCR") or, for an FCALL, the function ("hold")
+        // How messages name the request: "INCR", "FCALL hold".
+        [[nodiscard]] std::string named() const { return kind == Kind::fcall ? "FCALL " + what : what; }
         Callback done;
         int loads = 0;  // FUNCTION LOADs this FCALL waited for
         Clock::time_point deadline{};
@@ -217,7 +235,7 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
             Request r = pop(sent);
             if (r.kind == Kind::command || r.kind == Kind::fcall) {
                 complete(r, Failure(errc::outcome_unknown,
-                                    r.what + " was sent to Redis at " + where +
+                                    r.named() + " was sent to Redis at " + where +
                                         " but the pipeline was closed before the reply: it "
                                         "may or may not have been applied"));
             }
@@ -573,7 +591,7 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
                 case Kind::command:
                 case Kind::fcall:
                     complete(r, Failure(errc::outcome_unknown,
-                                        r.what + " was sent to Redis at " + where + " but " + why +
+                                        r.named() + " was sent to Redis at " + where + " but " + why +
                                             ": it may or may not have been applied"));
                     break;
                 case Kind::load:
@@ -604,7 +622,7 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
         if (!sent.empty() &&
             (sent.front().kind == Kind::command || sent.front().kind == Kind::fcall)) {
             Request r = pop(sent);
-            complete(r, Failure(errc::protocol_error, r.what + ": unreadable reply from Redis at " +
+            complete(r, Failure(errc::protocol_error, r.named() + ": unreadable reply from Redis at " +
                                                           where + ": " + reason));
             if (closed) return;
         }
@@ -647,7 +665,7 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
 
     Failure not_sent(const Request& r) const {
         return Failure(errc::io_error,
-                       r.what + " was not sent to Redis at " + where + ": the pipeline was closed");
+                       r.named() + " was not sent to Redis at " + where + ": the pipeline was closed");
     }
 
     static Request pop(std::deque<Request>& from) {
@@ -686,14 +704,13 @@ void Pipeline::exec(std::vector<std::string> argv, Callback done, bool asking) {
 
 void Pipeline::fcall(const redis_scripts::Script& script, std::vector<std::string> keys,
                      std::vector<std::string> args, Callback done, bool asking) {
-    const std::string key_count = std::to_string(keys.size());
-    std::vector<std::string_view> argv{"FCALL", script.function, key_count};
-    argv.reserve(3 + keys.size() + args.size());
-    argv.insert(argv.end(), keys.begin(), keys.end());
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::string what = "FCALL " + std::string(script.name);
-    state_->submit(
-        State::Request{State::Kind::fcall, format_command(argv), std::move(what), std::move(done), 0, {}, asking});
+    // Written from the three parts: no argument list is gathered first.
+    std::array<char, 20> digits{};
+    const auto count = std::to_chars(digits.data(), digits.data() + digits.size(), keys.size()).ptr;
+    const std::array<std::string_view, 3> head{
+        "FCALL", script.function, std::string_view(digits.data(), static_cast<std::size_t>(count - digits.data()))};
+    state_->submit(State::Request{State::Kind::fcall, format_parts(head, keys, args), std::string(script.name),
+                                  std::move(done), 0, {}, asking});
 }
 
 Pipeline::Stats Pipeline::stats() const {
