@@ -1,6 +1,6 @@
 // The Redis storage layout's own mechanisms, which the conformance suite cannot see
 // through the API: the event's "due" field that lets nearly every call skip the sweep,
-// the timer that forgets an acknowledged expired hold, the sets that remember released
+// the timer that forgets an acknowledged expired hold, the hashes that remember released
 // holds, holds larger than the chunks the functions split commands and seat lists into,
 // and the functions' memo of key names.
 #include "redis_admin.hpp"
@@ -111,27 +111,33 @@ TEST_CASE("due is the earliest deadline: a short hold after a long one still exp
     CHECK(w.due() == -1);
 }
 
-TEST_CASE("a released hold leaves the event hash for its minute's set; a keyed one stays with a timer") {
+TEST_CASE("a released hold leaves the event hash for its minute's hash; a keyed one stays with a timer") {
     World w;
     auto plain = w.store.hold("game1", "plain", seatlock::named_seats("lower", {"A-1"})).value();
     seatlock::HoldOptions keyed_options;
     keyed_options.idempotency_key = "intent-1";
     auto keyed = w.store.hold("game1", "keyed", seatlock::named_seats("lower", {"A-2"}), keyed_options)
                      .value();
+    const long long before = w.now_ms();
     REQUIRE(w.store.release(plain.token));
+    const long long after = w.now_ms();
     REQUIRE(w.store.release(keyed.token));
 
-    // Without a key: no record, no timer, no counter; the token's hex digits in the set of
-    // the minute of the release, which Redis deletes 2 minutes after that minute.
-    auto sets = w.admin.command({"KEYS", "seatlock:released:{game1}:*"});
-    REQUIRE(sets->elements == 1);
-    const std::string released(sets->element[0]->str, sets->element[0]->len);
-    const std::string minute = released.substr(released.rfind(':') + 1);
-    CHECK(w.admin.text({"HGET", event_key, "rb"}) == minute);
-    CHECK(w.admin.integer({"SISMEMBER", released, plain.token.substr(plain.token.size() - 32)}) == 1);
-    CHECK(w.admin.integer({"SCARD", released}) == 1);
-    const long long expires_at = w.admin.integer({"PEXPIRETIME", released});
-    CHECK(expires_at == (std::stoll(minute) + 1) * 60'000 + 120'000);
+    // Without a key: no record, no timer, no counter; the time of the release under the
+    // token's hex digits in the hash of the minute of the release, which Redis deletes 2
+    // minutes after that minute.
+    const std::string hex = plain.token.substr(plain.token.size() - 32);
+    auto hashes = w.admin.command({"KEYS", "seatlock:released:{game1}:*"});
+    REQUIRE(hashes->elements == 1);
+    const std::string released(hashes->element[0]->str, hashes->element[0]->len);
+    const long long minute = std::stoll(released.substr(released.rfind(':') + 1));
+    CHECK(w.admin.text({"HGET", event_key, "rb"}) == std::to_string(minute));
+    CHECK(w.admin.integer({"HLEN", released}) == 1);
+    const long long released_at = std::stoll(w.admin.text({"HGET", released, hex}));
+    CHECK(released_at >= before);
+    CHECK(released_at <= after);
+    CHECK(minute == released_at / 60'000);
+    CHECK(w.admin.integer({"PEXPIRETIME", released}) == (minute + 1) * 60'000 + 120'000);
     CHECK(w.admin.integer({"HEXISTS", event_key, "h:" + plain.token}) == 0);
     CHECK(w.admin.integer({"HEXISTS", event_key, "u:plain"}) == 0);
     CHECK(w.deadline(plain.token) == -1);
@@ -139,22 +145,19 @@ TEST_CASE("a released hold leaves the event hash for its minute's set; a keyed o
     CHECK(w.store.confirm(plain.token, "order-p").is(seatlock::errc::hold_not_active));
     CHECK(w.store.extend(plain.token, 1min).is(seatlock::errc::hold_not_active));
 
-    // A set two minutes old still counts; one three minutes old is not looked at. (Away
-    // from the end of a minute, so that the minute does not change in between.)
-    const std::string hex = plain.token.substr(plain.token.size() - 32);
-    w.admin.command({"DEL", released});
-    long long now = w.now_ms();
-    if (now % 60'000 > 55'000) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(60'500 - now % 60'000));
-        now = w.now_ms();
-    }
-    const auto set_of = [](long long m) { return "seatlock:released:{game1}:" + std::to_string(m); };
-    const long long this_minute = now / 60'000;
-    w.admin.command({"SADD", set_of(this_minute - 2), hex});
+    // Remembered for 2 minutes exactly, whichever minute's hash holds the release.
+    const auto remember = [&](long long at) {
+        for (long long m = minute - 4; m <= minute + 1; ++m)
+            w.admin.command({"DEL", "seatlock:released:{game1}:" + std::to_string(m)});
+        w.admin.command({"HSET", "seatlock:released:{game1}:" + std::to_string(at / 60'000), hex,
+                         std::to_string(at)});
+    };
+    remember(w.now_ms() - 119'000);
     CHECK(w.store.release(plain.token));
-    w.admin.command({"DEL", set_of(this_minute - 2)});
-    w.admin.command({"SADD", set_of(this_minute - 3), hex});
+    CHECK(w.store.confirm(plain.token, "order-p").is(seatlock::errc::hold_not_active));
+    remember(w.now_ms() - 121'000);
     CHECK(w.store.release(plain.token).is(seatlock::errc::unknown_hold));
+    CHECK(w.store.confirm(plain.token, "order-p").is(seatlock::errc::unknown_hold));
 
     // With a key: the record, status released, until its timer 2 minutes out; a replay
     // of the key finds it whole.
@@ -272,7 +275,7 @@ TEST_CASE("the functions' memo of key names forgets past 1,000 events or zones a
     CHECK(h.seats == std::vector<std::string>{"2"});
     CHECK(w.admin.integer({"ZCARD", "seatlock:deadlines:{memo0}"}) == 2);
     REQUIRE(w.store.release(h.token));
-    // The released hold's timer and record are gone, and it is remembered in a set of its
+    // The released hold's timer and record are gone, and it is remembered in a hash of its
     // own event; the other hold's timer is as it was.
     CHECK(w.admin.integer({"ZCARD", "seatlock:deadlines:{memo0}"}) == 1);
     CHECK(w.admin.integer({"HEXISTS", "seatlock:event:{memo0}", "h:" + h.token}) == 0);

@@ -32,7 +32,7 @@
 --                         status held, expired, released or c:<order> (confirmed); <key>
 --                         the caller's idempotency key, when given. Only a hold with a
 --                         key stays here once released (was_released)
---     rb                  the minute of the newest set of released holds (remember_release)
+--     rb                  the minute of the newest hash of released holds (remember_release)
 --     k:<holder>:<key>    the token of the hold a holder made with an idempotency key; as
 --                         long as the hold's record
 --     o:<order>           an order: "<holder> <zone> <token> <paid_at> <cancelled> <pairs>"
@@ -436,39 +436,42 @@ local function forget_hold(K, token, h)
   end
 end
 
--- A hold released without an idempotency key is remembered by its token's 32 hex digits
--- alone: a member of the set <prefix>:released:{event}:<minute>, the minute (server time,
--- since the epoch) of its release, which Redis deletes RELEASED_MEMORY_MS after that
--- minute ends. So a release is remembered for 2 to 3 minutes, as the in-process backends
--- remember generations of tokens, and all a retried release, confirm or extend needs to
--- know is there (a replayed key needs the whole record: a keyed hold keeps it in the
--- event hash). The event hash and its timers hold no more than the live holds, instead
--- of every hold released in the last two minutes, which made each call on a busy event
--- slower; and one set a minute, not one key per release, keeps Redis's own table of keys
--- small (docs/performance.md). The sets carry the event's hash tag: one slot.
+-- A hold released without an idempotency key is remembered by its token alone: field
+-- <the token's 32 hex digits> = <release time, ms> of the hash
+-- <prefix>:released:{event}:<minute>, the minute (server time, since the epoch) of its
+-- release, which Redis deletes RELEASED_MEMORY_MS after that minute ends. All a retried
+-- release, confirm or extend needs to know is there (a replayed key needs the whole
+-- record: a keyed hold keeps it in the event hash), as in the in-process backends. The
+-- event hash and its timers then hold no more than the live holds, instead of every hold
+-- released in the last two minutes, which made each call on a busy event slower; one hash
+-- a minute, not one key per release, keeps Redis's own table of keys small
+-- (docs/performance.md). The hashes carry the event's hash tag: one slot.
 local RELEASED_MINUTE_MS = 60 * 1000
 
 local function minute_of(now)
   return (now - now % RELEASED_MINUTE_MS) / RELEASED_MINUTE_MS
 end
 
+-- Whether `token` was released less than RELEASED_MEMORY_MS before `now`: its release
+-- lies in this minute or one of the two before.
 local function was_released(K, token, now)
   local hex, minute = string.sub(token, -32), minute_of(now)
   for m = minute, minute - 2, -1 do
-    if redis.call('SISMEMBER', K.released .. digits(m), hex) == 1 then return true end
+    local at = redis.call('HGET', K.released .. digits(m), hex)
+    if at then return at + RELEASED_MEMORY_MS > now end
   end
   return false
 end
 
 -- Remembers the release of `token` at `now`. `rb` is the event's field "rb", the minute
--- whose set has its expiry already: each minute's first release sets it.
+-- whose hash has its expiry already: each minute's first release sets it.
 local function remember_release(K, token, now, rb)
   local minute = minute_of(now)
   local at = digits(minute)
-  local set = K.released .. at
-  redis.call('SADD', set, string.sub(token, -32))
+  local released = K.released .. at
+  redis.call('HSET', released, string.sub(token, -32), digits(now))
   if rb ~= at then
-    redis.call('PEXPIREAT', set, digits((minute + 1) * RELEASED_MINUTE_MS + RELEASED_MEMORY_MS))
+    redis.call('PEXPIREAT', released, digits((minute + 1) * RELEASED_MINUTE_MS + RELEASED_MEMORY_MS))
     redis.call('HSET', K.event, 'rb', at)
   end
 end

@@ -1,6 +1,6 @@
 -- release.lua: held -> free (HoldTable::release). A retried release succeeds, as does
 -- releasing an expired hold (its seats are free already); a confirmed hold is refused.
--- The released hold is remembered for RELEASED_MEMORY_MS: in the set of its minute
+-- The released hold is remembered for RELEASED_MEMORY_MS: in the hash of its minute
 -- (was_released), or, when it was made with an idempotency key, by its record, kept with
 -- status released in the event hash until its timer (now the end of that memory) runs.
 -- KEYS: the event keys
@@ -8,9 +8,9 @@
 -- Returns 1 (a bare integer: a table costs a reply more to write) or a refusal.
 -- Runs 7 commands: TIME, HMGET of the event hash, ZADD of the seats, HINCRBY of the
 -- holder's counter, ZREM of the deadline, HDEL of the hold (and of the counter, once at 0),
--- SADD to the minute's set of released holds (and, once a minute, its PEXPIREAT and the
+-- HSET of the minute's hash of released holds (and, once a minute, its PEXPIREAT and the
 -- HSET of "rb"). With a key: ZADD of the deadline and HSET of the record instead of ZREM,
--- HDEL and SADD.
+-- HDEL and that HSET.
 arg_count(3, 'release')
 local K = arg_event(1)
 local event = ARGV[2]
@@ -34,7 +34,7 @@ local flat = unpack_pairs(string.sub(text, pairs_at))
 chunked('ZADD', K:free(zone), flat)
 local counts_field = 'u:' .. holder
 if string.sub(text, rest, rest) ~= '=' then
-  -- No idempotency key: the record goes, the minute's set remembers the release. The holder's
+  -- No idempotency key: the record goes, the minute's hash remembers the release. The holder's
   -- counter goes with the record once back at 0; "due" may now lie before every timer,
   -- which only costs the sweep that finds none.
   redis.call('ZREM', K.deadlines, token)
