@@ -525,10 +525,13 @@ local function count_digits(n)
 end
 
 -- Adds `held` seats and `holds` holds to a holder's counter u:<holder>; deletes the field
--- once it is back at 0.
-local function count_holds(K, field, held, holds)
-  if redis.call('HINCRBY', K.event, field, count_digits(held + HOLD_UNIT * holds)) == 0 then
-    redis.call('HDEL', K.event, field)
+-- once it is back at 0, in one HDEL with `gone` (another field to delete), when given.
+local function count_holds(K, field, held, holds, gone)
+  local at_zero = redis.call('HINCRBY', K.event, field, count_digits(held + HOLD_UNIT * holds)) == 0
+  if gone and at_zero then
+    redis.call('HDEL', K.event, gone, field)
+  elseif gone or at_zero then
+    redis.call('HDEL', K.event, gone or field)
   end
 end
 

@@ -32,21 +32,16 @@ if status == 'expired' or status == 'released' then return 1 end
 if status ~= 'held' then return inactive(token, hold_of(text)) end
 local flat = unpack_pairs(string.sub(text, pairs_at))
 chunked('ZADD', K:free(zone), flat)
-local counts_field = 'u:' .. holder
 if string.sub(text, rest, rest) ~= '=' then
-  -- No idempotency key: the record goes, the minute's hash remembers the release. The holder's
-  -- counter goes with the record once back at 0; "due" may now lie before every timer,
-  -- which only costs the sweep that finds none.
+  -- No idempotency key: the record goes (with the holder's counter once back at 0), the
+  -- minute's hash remembers the release. "due" may now lie before every timer, which only
+  -- costs the sweep that finds none.
   redis.call('ZREM', K.deadlines, token)
-  if redis.call('HINCRBY', K.event, counts_field, count_digits(-#flat / 2 - HOLD_UNIT)) == 0 then
-    redis.call('HDEL', K.event, hold_field, counts_field)
-  else
-    redis.call('HDEL', K.event, hold_field)
-  end
+  count_holds(K, 'u:' .. holder, -#flat / 2, -1, hold_field)
   remember_release(K, token, now, ev[4])
   return 1
 end
-count_holds(K, counts_field, -#flat / 2, -1)
+count_holds(K, 'u:' .. holder, -#flat / 2, -1)
 local forget_at = now + RELEASED_MEMORY_MS
 local forget = digits(forget_at)
 redis.call('ZADD', K.deadlines, forget, token)
