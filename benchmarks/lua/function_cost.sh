@@ -7,7 +7,8 @@
 #
 # A VERSION is a directory of .lua files (common.lua + one file per operation) or a git
 # revision whose src/redis/lua is used; the default is the working tree and HEAD. Each is
-# made into a function library by src/redis/embed_lua.cmake, as the build does, and all
+# made into a function library by src/redis/embed_lua.cmake (a revision's by its own), as
+# the build does, and all
 # are loaded at once (their names differ by the hash of their text). Rounds alternate
 # between versions, so a noisy machine hurts them alike; the best round is reported.
 #
@@ -69,6 +70,8 @@ trap cleanup EXIT
 # A version's Lua files, in $work/<n>/lua; prints the library's name.
 library_of() {
   local version="$1" dir="$work/$2"
+  # A directory is built by the working tree's embed_lua.cmake, a revision by its own.
+  local embed="$repo/src/redis/embed_lua.cmake"
   mkdir -p "$dir/lua"
   if [[ -d "$version" ]]; then
     cp "$version"/*.lua "$dir/lua/"
@@ -79,11 +82,14 @@ library_of() {
     for f in $(git -C "$repo" ls-tree --name-only "$version" src/redis/lua/); do
       [[ "$f" == *.lua ]] && git -C "$repo" show "$version:$f" > "$dir/lua/$(basename "$f")"
     done
+    mkdir -p "$dir/tree/src/redis" "$dir/tree/cmake"
+    embed="$dir/tree/src/redis/embed_lua.cmake"
+    git -C "$repo" show "$version:src/redis/embed_lua.cmake" > "$embed"
+    git -C "$repo" show "$version:cmake/write_if_changed.cmake" > "$dir/tree/cmake/write_if_changed.cmake"
   fi
   local ops
   ops=$(cd "$dir/lua" && ls *.lua | grep -v '^common.lua$' | sed 's/\.lua$//' | paste -sd, -)
-  cmake -DLUA_DIR="$dir/lua" -DOPERATIONS="$ops" -DOUTPUT="$dir/library.hpp" \
-    -P "$repo/src/redis/embed_lua.cmake"
+  cmake -DLUA_DIR="$dir/lua" -DOPERATIONS="$ops" -DOUTPUT="$dir/library.hpp" -P "$embed"
   # The library text is the raw string between R"seatlock_lua( and )seatlock_lua".
   awk '/library = R"seatlock_lua\(/ { on = 1; sub(/.*R"seatlock_lua\(/, "") }
        on && /\)seatlock_lua";/ { sub(/\)seatlock_lua";.*/, ""); printf "%s", $0; exit }

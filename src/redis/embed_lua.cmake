@@ -31,12 +31,13 @@ endfunction()
 
 read_lua(${LUA_DIR}/common.lua common)
 # KEYS and ARGV: the running call's, set by each function before its body runs (a library
-# may not define globals; Redis runs one function at a time).
+# may not define globals; Redis runs one function at a time). The first call also binds
+# common.lua's locals for Lua's library functions (bind).
 set(library "local KEYS, ARGV\n\n${common}\n")
 foreach(op ${OPERATIONS})
   read_lua(${LUA_DIR}/${op}.lua text)
   string(APPEND library "\nredis.register_function('@FUNCTION_PREFIX@${op}', function(keys, args)\n")
-  string(APPEND library "KEYS, ARGV = keys, args\n${text}end)\n")
+  string(APPEND library "KEYS, ARGV = keys, args\nif not call then bind() end\n${text}end)\n")
 endforeach()
 string(SHA1 sha "${library}")
 string(SUBSTRING "${sha}" 0 12 version)

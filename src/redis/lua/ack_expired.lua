@@ -12,7 +12,7 @@ check_keys(K)
 local now = now_ms()
 local acknowledged, fields = {}, {}
 for _, token in ipairs(tokens) do
-  if redis.call('ZREM', K.expired, token) == 1 then
+  if call('ZREM', K.expired, token) == 1 then
     acknowledged[#acknowledged + 1] = token
     fields[#fields + 1] = 'h:' .. token
   end
@@ -30,7 +30,7 @@ for i, token in ipairs(acknowledged) do
 end
 if #timers > 0 then
   chunked('ZADD', K.deadlines, timers)
-  local due = redis.call('HGET', K.event, 'due')
-  if not due or forget_at < due + 0 then redis.call('HSET', K.event, 'due', forget_at) end
+  local due = call('HGET', K.event, 'due')
+  if not due or forget_at < due + 0 then call('HSET', K.event, 'due', forget_at) end
 end
 return {1, #acknowledged}

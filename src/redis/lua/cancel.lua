@@ -19,9 +19,9 @@ check_keys(K)
 
 local now = now_ms()
 local order_field = 'o:' .. order
-local ev = redis.call('HMGET', K.event, 'id', 'due', order_field)
+local ev = call('HMGET', K.event, 'id', 'due', order_field)
 if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
-if sweep(K, now, ev[2]) then ev = redis.call('HMGET', K.event, 'id', 'due', order_field) end
+if sweep(K, now, ev[2]) then ev = call('HMGET', K.event, 'id', 'due', order_field) end
 
 if not ev[3] then
   return refuse('unknown_order', 'no order ' .. order .. ' in event ' .. event)
@@ -46,9 +46,9 @@ end
 if #mine > 0 then
   chunked('HDEL', K.paid, mine)
   chunked('ZADD', K:free(o.zone), freed) -- derived: the order's zone
-  redis.call('HINCRBY', K.event, 'p:' .. o.zone, -#mine)
+  call('HINCRBY', K.event, 'p:' .. o.zone, -#mine)
 end
 count_paid(K, 'v:' .. o.holder, -#fields)
 o.cancelled = true
-redis.call('HSET', K.event, order_field, order_text(o))
+call('HSET', K.event, order_field, order_text(o))
 return order_reply(order, o)

@@ -50,6 +50,18 @@
 --   by cutting its text rather than parsing and rebuilding it.
 --   benchmarks/lua/function_cost.sh measures them.
 
+-- Lua's library functions the functions call most, as locals: a global (string) and its
+-- field (find) cost two table lookups at each use, a local one step. The library's code
+-- cannot name Lua's libraries while it loads, only while a function runs, so the first
+-- call of any function binds them (bind, called by each function's preamble: see
+-- embed_lua.cmake). `call` is redis.call; `unpack` and `tonumber` keep their names.
+local call, find, sub, match, format, concat, unpack, tonumber
+
+local function bind()
+  call, find, sub, match, format = redis.call, string.find, string.sub, string.match, string.format
+  concat, unpack, tonumber = table.concat, _G.unpack, _G.tonumber
+end
+
 local MAX_ID = 128
 local ID_CHARS = '^[%w%._@%+%-]*$'
 local MAX_PLACES = 1000000
@@ -78,9 +90,9 @@ local function arg_ids(from, to, names)
     end
   end
   -- Anchored, the class is parsed once, not at every position.
-  if not bad and not string.find(table.concat(ARGV, '', from, to), ID_CHARS) then
+  if not bad and not find(concat(ARGV, '', from, to), ID_CHARS) then
     for i = from, to do
-      if not string.find(ARGV[i], ID_CHARS) then
+      if not find(ARGV[i], ID_CHARS) then
         bad = i
         break
       end
@@ -96,7 +108,7 @@ end
 -- Checks that ARGV[i] is one id (as arg_ids); returns it.
 local function arg_id(i, what)
   local v = ARGV[i]
-  if not v or #v == 0 or #v > MAX_ID or not string.find(v, ID_CHARS) then
+  if not v or #v == 0 or #v > MAX_ID or not find(v, ID_CHARS) then
     malformed(what .. ' (ARGV[' .. i .. '])')
   end
   return v
@@ -111,7 +123,7 @@ local function arg_int(i, what, min, max)
   local v = ARGV[i]
   local n = INTS[v]
   if not n then
-    n = v and #v <= 17 and string.find(v, '^%d+$') and v + 0
+    n = v and #v <= 17 and find(v, '^%d+$') and v + 0
     if not n then malformed(what .. ' is not an integer (ARGV[' .. i .. '])') end
     if ints >= 1000 then INTS, ints = {}, 0 end
     INTS[v], ints = n, ints + 1
@@ -135,7 +147,7 @@ end
 -- A key prefix: printable, no space, no braces (braces would change the hash tag).
 local function arg_prefix(i)
   local v = ARGV[i]
-  if not v or #v < 1 or #v > 128 or not string.find(v, '^[!-z|~]+$') then
+  if not v or #v < 1 or #v > 128 or not find(v, '^[!-z|~]+$') then
     malformed('key prefix (ARGV[' .. i .. '])')
   end
   return v
@@ -146,7 +158,7 @@ end
 -- (K.token_pattern: the event id with its punctuation escaped, then the hex digits).
 local function arg_token(i, K)
   local v = ARGV[i]
-  if not v or #v ~= K.token_length or not string.find(v, K.token_pattern) then
+  if not v or #v ~= K.token_length or not find(v, K.token_pattern) then
     malformed('hold token of event ' .. K.id .. ' (ARGV[' .. i .. '])')
   end
   return v
@@ -155,27 +167,35 @@ end
 -- Checks that ARGV[i] is a lock owner, 32 lowercase hex digits; returns it.
 local function arg_owner(i)
   local v = ARGV[i]
-  if not v or #v ~= 32 or not string.find(v, '^[0-9a-f]+$') then malformed('lock owner (ARGV[' .. i .. '])') end
+  if not v or #v ~= 32 or not find(v, '^[0-9a-f]+$') then malformed('lock owner (ARGV[' .. i .. '])') end
   return v
 end
 
 -- The server's time in ms (TIME answers seconds and microseconds, as strings).
 local function now_ms()
-  local t = redis.call('TIME')
+  local t = call('TIME')
   local us = t[2] + 0
   return t[1] * 1000 + (us - us % 1000) / 1000
 end
 
 -- An integer as decimal digits: what records hold, and what redis.call is handed.
 local function digits(n)
-  return string.format('%d', n)
+  return format('%d', n)
 end
 
 -- ARGV[i], a lease in ms (as arg_int checks it), as SET PX and PEXPIRE take it: as it
--- came, unless written with leading zeros, which they refuse.
+-- came, unless written with leading zeros, which they refuse. A caller's locks have the
+-- same few leases: the answers are remembered, afresh past 1,000.
+local LEASES, leases = {}, 0
 local function arg_lease(i)
+  local v = ARGV[i]
+  local lease = LEASES[v]
+  if lease then return lease end
   local ms = arg_int(i, 'lease', 1, MAX_MS)
-  return string.byte(ARGV[i]) == 48 and digits(ms) or ARGV[i]
+  lease = string.byte(v) == 48 and digits(ms) or v
+  if leases >= 1000 then LEASES, leases = {}, 0 end
+  LEASES[v], leases = lease, leases + 1
+  return lease
 end
 
 -- The keys of one event; names must match src/redis/include/seatlock/redis/key_layout.hpp.
@@ -251,7 +271,7 @@ local function check_keys(K, free, seats)
 end
 
 local function join(items)
-  return table.concat(items, ', ')
+  return concat(items, ', ')
 end
 
 local function refuse(code, detail, items, limit, current)
@@ -268,10 +288,10 @@ end
 local function chunked(command, key, members)
   local n = #members
   if n == 0 then return {} end
-  if n <= 1000 then return redis.call(command, key, unpack(members)) end
+  if n <= 1000 then return call(command, key, unpack(members)) end
   local out = {}
   for i = 1, n, 1000 do
-    local reply = redis.call(command, key, unpack(members, i, math.min(i + 999, n)))
+    local reply = call(command, key, unpack(members, i, math.min(i + 999, n)))
     if type(reply) == 'table' then
       for j = 1, #reply do out[#out + 1] = reply[j] end
     end
@@ -286,7 +306,7 @@ local LOCK_HEADS, lock_heads = {}, 0
 local function lock_head_of(fence)
   local head = LOCK_HEADS[fence]
   if head == nil then
-    local prefix, group = string.match(fence, '^([^{}]*):fence:{([^{}]*)}$')
+    local prefix, group = match(fence, '^([^{}]*):fence:{([^{}]*)}$')
     head = prefix and prefix .. ':lock:{' .. group .. '}' or false
     if lock_heads >= 1000 then LOCK_HEADS, lock_heads = {}, 0 end
     LOCK_HEADS[fence], lock_heads = head, lock_heads + 1
@@ -294,22 +314,42 @@ local function lock_head_of(fence)
   return head
 end
 
--- The first of KEYS[1..n] that is not a lock key, nil when all are. A lock key starts
--- with a prefix without braces, ":lock:{", its group (no braces) and "}" (LOCK_KEY): with
--- `head` (lock_head_of) when given. Without it the keys may be of several groups (a
--- release), but are nearly always of the first key's: a key that starts as the first
--- one is a lock key after one plain search, which makes no string.
+-- How a lock key starts: a prefix without braces, ":lock:{", its group (no braces) and "}".
 local LOCK_KEY = '^[^{}]*:lock:{[^{}]*}'
+
+-- The start of `key` (LOCK_KEY's match), false when it is not a lock key. The start ends at
+-- the first "}" after the first "{", which two plain searches find; the start alone is then
+-- checked, once: a group's keys share it, so the answers are remembered (afresh past
+-- 1,000), and a pattern search with its backtracking runs only for a start not seen before.
+local LOCK_STARTS, lock_starts = {}, 0
+local function lock_start_of(key)
+  local open = find(key, '{', 1, true)
+  local close = open and find(key, '}', open, true)
+  if not close then return false end
+  local start = sub(key, 1, close)
+  local ok = LOCK_STARTS[start]
+  if ok == nil then
+    ok = find(start, LOCK_KEY .. '$') ~= nil
+    if lock_starts >= 1000 then LOCK_STARTS, lock_starts = {}, 0 end
+    LOCK_STARTS[start], lock_starts = ok, lock_starts + 1
+  end
+  return ok and start
+end
+
+-- The first of KEYS[1..n] that is not a lock key, nil when all are: with `head`
+-- (lock_head_of) when given, the start every key must have. Without it the keys may be of
+-- several groups (a release), but are nearly always of the first key's: a key that starts
+-- as the first one is a lock key after one plain search, which makes no string.
 local function bad_lock_key(n, head)
   local from, any_group = 1, not head
   if any_group then
-    local _, last = string.find(KEYS[1], LOCK_KEY)
-    if not last then return 1 end
-    head, from = string.sub(KEYS[1], 1, last), 2
+    head = lock_start_of(KEYS[1])
+    if not head then return 1 end
+    from = 2
   end
   for k = from, n do
     local key = KEYS[k]
-    if string.find(key, head, 1, true) ~= 1 and not (any_group and string.find(key, LOCK_KEY)) then
+    if find(key, head, 1, true) ~= 1 and not (any_group and lock_start_of(key)) then
       return k
     end
   end
@@ -318,10 +358,10 @@ end
 
 -- The values of KEYS[1..n], false where a key is missing: one MGET per 1,000 keys.
 local function mget_keys(n)
-  if n <= 1000 then return redis.call('MGET', unpack(KEYS, 1, n)) end
+  if n <= 1000 then return call('MGET', unpack(KEYS, 1, n)) end
   local values = {}
   for i = 1, n, 1000 do
-    local part = redis.call('MGET', unpack(KEYS, i, math.min(i + 999, n)))
+    local part = call('MGET', unpack(KEYS, i, math.min(i + 999, n)))
     for j = 1, #part do values[i + j - 1] = part[j] end
   end
   return values
@@ -339,7 +379,7 @@ end
 
 -- A zone's record (field z:<zone>): kind, capacity, whether its seats name rows.
 local function zone_of(text)
-  local kind, capacity, rows = string.match(text, '^(%S+) (%d+) ([01])$')
+  local kind, capacity, rows = match(text, '^(%S+) (%d+) ([01])$')
   return kind, tonumber(capacity), rows == '1'
 end
 
@@ -349,7 +389,7 @@ local function pack_pairs(flat)
   if #flat <= 1000 then return cmsgpack.pack(unpack(flat)) end
   local parts = {}
   for i = 1, #flat, 1000 do parts[#parts + 1] = cmsgpack.pack(unpack(flat, i, math.min(i + 999, #flat))) end
-  return table.concat(parts)
+  return concat(parts)
 end
 
 local function unpack_pairs(blob)
@@ -376,23 +416,23 @@ end
 -- confirmed and key the idempotency key ('' for none).
 local function hold_of(text)
   local status, key, holder, zone, created, expires, blob =
-    string.match(text, '^([^ =]+)=?(%S*) (%S+) (%S+) (%d+) (%d+) (.*)$')
+    match(text, '^([^ =]+)=?(%S*) (%S+) (%S+) (%d+) (%d+) (.*)$')
   local h = {status = status, key = key, holder = holder, zone = zone, created = tonumber(created),
     expires = tonumber(expires), flat = unpack_pairs(blob)}
-  if string.sub(status, 1, 2) == 'c:' then h.status, h.order = 'confirmed', string.sub(status, 3) end
+  if sub(status, 1, 2) == 'c:' then h.status, h.order = 'confirmed', sub(status, 3) end
   return h
 end
 
 local function hold_text(h)
   local status = h.status == 'confirmed' and 'c:' .. h.order or h.status
   if h.key ~= '' then status = status .. '=' .. h.key end
-  return string.format('%s %s %s %d %d ', status, h.holder, h.zone, h.created, h.expires) ..
+  return format('%s %s %s %d %d ', status, h.holder, h.zone, h.created, h.expires) ..
     pack_pairs(h.flat)
 end
 
 -- The status word of a hold's record, without parsing the rest.
 local function status_word(text)
-  return string.match(text, '^[^ =]+')
+  return match(text, '^[^ =]+')
 end
 
 -- What the hot paths read of a hold's record, without copying the rest of it: its status
@@ -401,7 +441,7 @@ end
 -- new status followed by that part is the record with its status changed), and where its
 -- <pairs> start.
 local function hold_head(text)
-  local status, rest, holder, zone, pairs_at = string.match(text, '^([^ =]+)()=?%S* (%S+) (%S+) %d+ %d+ ()')
+  local status, rest, holder, zone, pairs_at = match(text, '^([^ =]+)()=?%S* (%S+) (%S+) %d+ %d+ ()')
   return status, rest, holder, zone, pairs_at
 end
 
@@ -430,9 +470,9 @@ end
 -- Deletes a hold's record and its idempotency key's field.
 local function forget_hold(K, token, h)
   if h.key ~= '' then
-    redis.call('HDEL', K.event, 'h:' .. token, 'k:' .. h.holder .. ':' .. h.key)
+    call('HDEL', K.event, 'h:' .. token, 'k:' .. h.holder .. ':' .. h.key)
   else
-    redis.call('HDEL', K.event, 'h:' .. token)
+    call('HDEL', K.event, 'h:' .. token)
   end
 end
 
@@ -455,9 +495,9 @@ end
 -- Whether `token` was released less than RELEASED_MEMORY_MS before `now`: its release
 -- lies in this minute or one of the two before.
 local function was_released(K, token, now)
-  local hex, minute = string.sub(token, -32), minute_of(now)
+  local hex, minute = sub(token, -32), minute_of(now)
   for m = minute, minute - 2, -1 do
-    local at = redis.call('HGET', K.released .. digits(m), hex)
+    local at = call('HGET', K.released .. digits(m), hex)
     if at then return at + RELEASED_MEMORY_MS > now end
   end
   return false
@@ -469,10 +509,10 @@ local function remember_release(K, token, now, rb)
   local minute = minute_of(now)
   local at = digits(minute)
   local released = K.released .. at
-  redis.call('HSET', released, string.sub(token, -32), digits(now))
+  call('HSET', released, sub(token, -32), digits(now))
   if rb ~= at then
-    redis.call('PEXPIREAT', released, digits((minute + 1) * RELEASED_MINUTE_MS + RELEASED_MEMORY_MS))
-    redis.call('HSET', K.event, 'rb', at)
+    call('PEXPIREAT', released, digits((minute + 1) * RELEASED_MINUTE_MS + RELEASED_MEMORY_MS))
+    call('HSET', K.event, 'rb', at)
   end
 end
 
@@ -485,13 +525,13 @@ end
 -- An order's record (field o:<order>).
 local function order_of(text)
   local holder, zone, token, paid_at, cancelled, blob =
-    string.match(text, '^(%S+) (%S+) (%S+) (%d+) ([01]) (.*)$')
+    match(text, '^(%S+) (%S+) (%S+) (%d+) ([01]) (.*)$')
   return {holder = holder, zone = zone, token = token, paid_at = tonumber(paid_at),
     cancelled = cancelled == '1', flat = unpack_pairs(blob)}
 end
 
 local function order_text(o)
-  return string.format('%s %s %s %d %s ', o.holder, o.zone, o.token, o.paid_at,
+  return format('%s %s %s %d %s ', o.holder, o.zone, o.token, o.paid_at,
     o.cancelled and '1' or '0') .. pack_pairs(o.flat)
 end
 
@@ -527,17 +567,17 @@ end
 -- Adds `held` seats and `holds` holds to a holder's counter u:<holder>; deletes the field
 -- once it is back at 0, in one HDEL with `gone` (another field to delete), when given.
 local function count_holds(K, field, held, holds, gone)
-  local at_zero = redis.call('HINCRBY', K.event, field, count_digits(held + HOLD_UNIT * holds)) == 0
+  local at_zero = call('HINCRBY', K.event, field, count_digits(held + HOLD_UNIT * holds)) == 0
   if gone and at_zero then
-    redis.call('HDEL', K.event, gone, field)
+    call('HDEL', K.event, gone, field)
   elseif gone or at_zero then
-    redis.call('HDEL', K.event, gone or field)
+    call('HDEL', K.event, gone or field)
   end
 end
 
 -- Adds `paid` seats to a holder's counter v:<holder>; deletes the field once it is back at 0.
 local function count_paid(K, field, paid)
-  if redis.call('HINCRBY', K.event, field, digits(paid)) == 0 then redis.call('HDEL', K.event, field) end
+  if call('HINCRBY', K.event, field, digits(paid)) == 0 then call('HDEL', K.event, field) end
 end
 
 -- A counter's new value for HSET (set: its arguments), or its field for HDEL (gone) at 0:
@@ -556,7 +596,7 @@ end
 -- record says expired and its expiry is queued for expired().
 local function expire_hold(K, token, now)
   local field = 'h:' .. token
-  local text = redis.call('HGET', K.event, field)
+  local text = call('HGET', K.event, field)
   if not text then return end
   local h = hold_of(text)
   -- A released hold's timer is the end of its memory.
@@ -565,8 +605,8 @@ local function expire_hold(K, token, now)
   chunked('ZADD', K:free(h.zone), h.flat)
   count_holds(K, 'u:' .. h.holder, -#h.flat / 2, -1)
   h.status = 'expired'
-  redis.call('HSET', K.event, field, hold_text(h))
-  redis.call('ZADD', K.expired, now, token)
+  call('HSET', K.event, field, hold_text(h))
+  call('ZADD', K.expired, now, token)
 end
 
 -- Runs the event's timers that are due (the sorted set "deadlines"): a member <token> is
@@ -578,12 +618,12 @@ end
 local function sweep(K, now, due)
   if not due or due + 0 > now then return false end
   while true do
-    local entries = redis.call('ZRANGEBYSCORE', K.deadlines, '-inf', now, 'LIMIT', 0, 500)
+    local entries = call('ZRANGEBYSCORE', K.deadlines, '-inf', now, 'LIMIT', 0, 500)
     if #entries == 0 then break end
     for _, entry in ipairs(entries) do
-      if string.sub(entry, 1, 2) == 'f:' then
-        local token = string.sub(entry, 3)
-        local text = redis.call('HGET', K.event, 'h:' .. token)
+      if sub(entry, 1, 2) == 'f:' then
+        local token = sub(entry, 3)
+        local text = call('HGET', K.event, 'h:' .. token)
         -- A hold confirmed late is kept with its order.
         if text and status_word(text) == 'expired' then forget_hold(K, token, hold_of(text)) end
       else
@@ -592,11 +632,11 @@ local function sweep(K, now, due)
     end
     chunked('ZREM', K.deadlines, entries)
   end
-  local first = redis.call('ZRANGE', K.deadlines, 0, 0, 'WITHSCORES')
+  local first = call('ZRANGE', K.deadlines, 0, 0, 'WITHSCORES')
   if first[2] then
-    redis.call('HSET', K.event, 'due', first[2])
+    call('HSET', K.event, 'due', first[2])
   else
-    redis.call('HDEL', K.event, 'due')
+    call('HDEL', K.event, 'due')
   end
   return true
 end

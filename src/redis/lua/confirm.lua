@@ -19,9 +19,9 @@ check_keys(K)
 
 local now = now_ms()
 local hold_field, order_field = 'h:' .. token, 'o:' .. order
-local ev = redis.call('HMGET', K.event, 'id', 'due', hold_field, order_field)
+local ev = call('HMGET', K.event, 'id', 'due', hold_field, order_field)
 if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
-if sweep(K, now, ev[2]) then ev = redis.call('HMGET', K.event, 'id', 'due', hold_field, order_field) end
+if sweep(K, now, ev[2]) then ev = call('HMGET', K.event, 'id', 'due', hold_field, order_field) end
 
 if ev[4] then
   local o = order_of(ev[4])
@@ -31,18 +31,18 @@ end
 if not ev[3] then return missing_hold(K, token, now) end
 local text = ev[3]
 local status, rest, holder, zone, pairs_at = hold_head(text)
-if string.sub(status, 1, 2) == 'c:' then
-  return refuse('order_conflict', 'hold ' .. token .. ' was already confirmed as order ' .. string.sub(status, 3))
+if sub(status, 1, 2) == 'c:' then
+  return refuse('order_conflict', 'hold ' .. token .. ' was already confirmed as order ' .. sub(status, 3))
 end
 if status == 'released' or (status == 'expired' and not late) then return inactive(token, hold_of(text)) end
 
-local blob = string.sub(text, pairs_at)
+local blob = sub(text, pairs_at)
 local seats = seats_of(unpack_pairs(blob))
 local n = #seats
 -- The holder's counters (u: held seats and active holds, v: paid seats) and the zone's
 -- paid count, read once and written with the records (counts_of, count_holds).
 local counts_field, paid_field, zone_paid_field = 'u:' .. holder, 'v:' .. holder, 'p:' .. zone
-local counts = redis.call('HMGET', K.event, counts_field, paid_field, zone_paid_field)
+local counts = call('HMGET', K.event, counts_field, paid_field, zone_paid_field)
 local set, gone = {}, {} -- HSET's and HDEL's arguments
 if status == 'expired' then
   -- confirm_late: the same seats, if every one is still free (in its zone's free set:
@@ -63,7 +63,7 @@ if status == 'expired' then
   chunked('ZREM', free_key, seats)
 else
   -- An active hold's seats move from held to paid.
-  redis.call('ZREM', K.deadlines, token)
+  call('ZREM', K.deadlines, token)
   put_count(set, gone, counts_field, (counts[1] and counts[1] + 0 or 0) - n - HOLD_UNIT)
 end
 local fields = {}
@@ -76,12 +76,12 @@ chunked('HSET', K.paid, fields)
 -- record with status c:<order>; the order's record (order_text) keeps the hold's seats
 -- as they are stored.
 set[#set + 1] = hold_field
-set[#set + 1] = 'c:' .. order .. string.sub(text, rest)
+set[#set + 1] = 'c:' .. order .. sub(text, rest)
 set[#set + 1] = order_field
 set[#set + 1] = holder .. ' ' .. zone .. ' ' .. token .. ' ' .. digits(now) .. ' 0 ' .. blob
 put_count(set, gone, paid_field, (counts[2] and counts[2] + 0 or 0) + n)
 set[#set + 1] = zone_paid_field
 set[#set + 1] = digits((counts[3] and counts[3] + 0 or 0) + n)
-redis.call('HSET', K.event, unpack(set))
-if #gone > 0 then redis.call('HDEL', K.event, unpack(gone)) end
+call('HSET', K.event, unpack(set))
+if #gone > 0 then call('HDEL', K.event, unpack(gone)) end
 return {1, order, holder, zone, seats, token, now, 0} -- order_reply

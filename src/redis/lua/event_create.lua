@@ -57,7 +57,7 @@ end
 
 -- Arrays only: cjson writes them in a fixed order, so equal specs encode equally.
 local spec = cjson.encode({name, zones})
-local existing = redis.call('HMGET', K.event, 'spec', 'id')
+local existing = call('HMGET', K.event, 'spec', 'id')
 if existing[1] then
   if existing[1] == spec then return {1, spec, 0, existing[2] and 1 or 0} end
   return refuse('event_exists', 'event ' .. event .. ' already exists with another inventory')

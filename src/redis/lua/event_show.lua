@@ -7,7 +7,7 @@ arg_count(2, 'event_show')
 local K = arg_event(1)
 local event = ARGV[2]
 if #KEYS ~= 1 or KEYS[1] ~= K.event then malformed('KEYS[1] should be ' .. K.event) end
-local spec = redis.call('HGET', K.event, 'spec')
+local spec = call('HGET', K.event, 'spec')
 if not spec then return refuse('unknown_event', 'no event ' .. event, {event}) end
-redis.call('HSET', K.event, 'id', event)
+call('HSET', K.event, 'id', event)
 return {1, spec}

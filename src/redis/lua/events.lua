@@ -5,7 +5,7 @@
 arg_count(1, 'events')
 local prefix = arg_prefix(1)
 if #KEYS ~= 1 or KEYS[1] ~= prefix .. ':events' then malformed('KEYS[1] should be ' .. prefix .. ':events') end
-local all = redis.call('HGETALL', KEYS[1])
+local all = call('HGETALL', KEYS[1])
 local out = {}
 for i = 1, #all, 2 do
   local spec = cjson.decode(all[i + 1])

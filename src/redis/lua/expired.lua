@@ -11,12 +11,12 @@ local redeliver_after = arg_int(4, 'redeliver after', 0, MAX_MS)
 check_keys(K)
 
 local now = now_ms()
-local ev = redis.call('HMGET', K.event, 'id', 'due')
+local ev = call('HMGET', K.event, 'id', 'due')
 if not ev[1] then return {1, {}} end
 sweep(K, now, ev[2])
 
 local out = {}
-local due = redis.call('ZRANGEBYSCORE', K.expired, '-inf', now, 'LIMIT', 0, limit)
+local due = call('ZRANGEBYSCORE', K.expired, '-inf', now, 'LIMIT', 0, limit)
 if #due == 0 then return {1, out} end
 local fields, again, gone = {}, {}, {}
 for i, token in ipairs(due) do fields[i] = 'h:' .. token end

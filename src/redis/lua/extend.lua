@@ -13,15 +13,15 @@ check_keys(K)
 
 local now = now_ms()
 local hold_field = 'h:' .. token
-local ev = redis.call('HMGET', K.event, 'id', 'due', hold_field)
+local ev = call('HMGET', K.event, 'id', 'due', hold_field)
 if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
-if sweep(K, now, ev[2]) then ev = redis.call('HMGET', K.event, 'id', 'due', hold_field) end
+if sweep(K, now, ev[2]) then ev = call('HMGET', K.event, 'id', 'due', hold_field) end
 if not ev[3] then return missing_hold(K, token, now) end
 local h = hold_of(ev[3])
 if h.status ~= 'held' then return inactive(token, h) end
 -- Capped, never refused: the hold lives at most max_lifetime from its creation. The
 -- deadline only moves later, so "due" stays no later than every timer.
 h.expires = math.max(h.expires, math.min(now + ttl, h.created + max_lifetime))
-redis.call('HSET', K.event, hold_field, hold_text(h))
-redis.call('ZADD', K.deadlines, h.expires, token)
+call('HSET', K.event, hold_field, hold_text(h))
+call('ZADD', K.deadlines, h.expires, token)
 return {1, h.holder, h.zone, seats_of(h.flat), h.expires}

@@ -38,7 +38,7 @@ if well_formed then
     end
   end
 end
-if not well_formed or not string.find(holder .. zone .. table.concat(ARGV, '', 11, last), ID_CHARS) then
+if not well_formed or not find(holder .. zone .. concat(ARGV, '', 11, last), ID_CHARS) then
   arg_id(3, 'holder id')
   arg_id(5, 'zone id')
   if key ~= '' then arg_id(11, 'idempotency key') end
@@ -80,16 +80,16 @@ local key_field = key ~= '' and 'k:' .. holder .. ':' .. key
 -- The event hash's fields a hold reads; the idempotency key's (ev[7]) only when there is one.
 local ev
 if key_field then
-  ev = redis.call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field, key_field)
+  ev = call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field, key_field)
 else
-  ev = redis.call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field)
+  ev = call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field)
 end
 if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
 if sweep(K, now, ev[2]) then
   if key_field then
-    ev = redis.call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field, key_field)
+    ev = call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field, key_field)
   else
-    ev = redis.call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field)
+    ev = call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field)
   end
 end
 
@@ -101,7 +101,7 @@ if ev[4] then
 end
 if key ~= '' and ev[7] then
   -- The holder used this idempotency key before: that hold, as it stands.
-  local text = redis.call('HGET', K.event, 'h:' .. ev[7])
+  local text = call('HGET', K.event, 'h:' .. ev[7])
   if text then
     local h = hold_of(text)
     if not same_request(h, zone, asked, n) then
@@ -131,7 +131,7 @@ end
 local seats, flat
 local set = {nil, nil, nil, nil, nil, nil, nil, nil}
 if kind == 'seats' then
-  if string.sub(ev[3], 1, 6) ~= 'named ' then
+  if sub(ev[3], 1, 6) ~= 'named ' then
     return refuse('invalid_argument', 'zone ' .. zone .. ' is general admission: ask for a quantity of places')
   end
   -- A named seat is in the free set, scored by its slot, exactly when it is neither held
@@ -162,8 +162,8 @@ else
   if kind == 'quantity' and not general_admission then
     return refuse('invalid_argument', 'zone ' .. zone .. ' has named seats: name them or ask for best_available')
   end
-  local next_place = general_admission and tonumber(redis.call('HGET', K.event, 'n:' .. zone)) or 0
-  local listed_free = redis.call('ZCARD', free_key)
+  local next_place = general_admission and tonumber(call('HGET', K.event, 'n:' .. zone)) or 0
+  local listed_free = call('ZCARD', free_key)
   local free = listed_free
   if general_admission then free = free + capacity - next_place + 1 end
   if free < n then
@@ -176,14 +176,14 @@ else
     local run, last_slot, last_row = {}, -2, nil
     local from = 0
     while #run < n and from < listed_free do
-      local batch = redis.call('ZRANGE', free_key, from, from + 499, 'WITHSCORES')
+      local batch = call('ZRANGE', free_key, from, from + 499, 'WITHSCORES')
       from = from + 500
       local rows = {}
       if with_rows then
         local ids = {}
         for i = 1, #batch, 2 do ids[#ids + 1] = batch[i] end
-        local infos = redis.call('HMGET', seats_key, unpack(ids))
-        for i, info in ipairs(infos) do rows[ids[i]] = string.match(info, '^%d+ (.*)$') end
+        local infos = call('HMGET', seats_key, unpack(ids))
+        for i, info in ipairs(infos) do rows[ids[i]] = match(info, '^%d+ (.*)$') end
       end
       for i = 1, #batch, 2 do
         local seat, slot = batch[i], tonumber(batch[i + 1])
@@ -197,7 +197,7 @@ else
     if #run < n then
       -- No run: the n lowest free seats.
       run = {}
-      local lowest = redis.call('ZRANGE', free_key, 0, n - 1, 'WITHSCORES')
+      local lowest = call('ZRANGE', free_key, 0, n - 1, 'WITHSCORES')
       for i = 1, #lowest, 2 do run[#run + 1] = {lowest[i], tonumber(lowest[i + 1])} end
     end
     for _, pick in ipairs(run) do
@@ -206,13 +206,13 @@ else
     end
   else
     -- Lowest free first: released places (all below `next`), then never-taken ones.
-    local lowest = redis.call('ZRANGE', free_key, 0, n - 1, 'WITHSCORES')
+    local lowest = call('ZRANGE', free_key, 0, n - 1, 'WITHSCORES')
     for i = 1, #lowest, 2 do
       seats[#seats + 1] = lowest[i]
       slots[#slots + 1] = lowest[i + 1]
     end
     while #seats < n do
-      seats[#seats + 1] = string.format('%d', next_place)
+      seats[#seats + 1] = format('%d', next_place)
       slots[#slots + 1] = next_place
       next_place = next_place + 1
     end
@@ -242,8 +242,8 @@ if not ev[2] or expires < ev[2] + 0 then
   set[#set + 1] = 'due'
   set[#set + 1] = expires_at
 end
-redis.call('HSET', K.event, unpack(set))
-redis.call('ZADD', K.deadlines, expires_at, token)
+call('HSET', K.event, unpack(set))
+call('ZADD', K.deadlines, expires_at, token)
 -- Named seats: the caller has them, the expiry is all it is told.
 if kind == 'seats' then return expires end
 -- Room for 6 seats, as `set`.

@@ -25,7 +25,7 @@ else
     heads[head], fence_at[head] = false, f
   end
   for k = 1, n do
-    local head = string.match(KEYS[k], LOCK_KEY)
+    local head = lock_start_of(KEYS[k])
     if not head or heads[head] == nil then malformed('KEYS[' .. k .. '] is a lock key without its fence key') end
     heads[head] = true
   end
@@ -35,22 +35,25 @@ else
 end
 
 local current = mget_keys(n)
-local busy = {}
+local busy -- made only for a refusal
 for k = 1, n do
-  if current[k] and current[k] ~= owner then busy[#busy + 1] = k end
+  if current[k] and current[k] ~= owner then
+    busy = busy or {}
+    busy[#busy + 1] = k
+  end
 end
-if #busy > 0 then return busy end
+if busy then return busy end
 
 -- One counter per group. When the keys span several groups, every counter touched moves
 -- to the same new maximum, so each group's tokens still strictly increase.
 local token
 if #KEYS == n + 1 then
-  token = redis.call('INCR', KEYS[n + 1])
+  token = call('INCR', KEYS[n + 1])
 else
   token = 0
-  for f = n + 1, #KEYS do token = math.max(token, tonumber(redis.call('GET', KEYS[f]) or '0')) end
+  for f = n + 1, #KEYS do token = math.max(token, tonumber(call('GET', KEYS[f]) or '0')) end
   token = token + 1
-  for f = n + 1, #KEYS do redis.call('SET', KEYS[f], token) end
+  for f = n + 1, #KEYS do call('SET', KEYS[f], token) end
 end
-for k = 1, n do redis.call('SET', KEYS[k], owner, 'PX', lease) end
+for k = 1, n do call('SET', KEYS[k], owner, 'PX', lease) end
 return token

@@ -11,5 +11,5 @@ local n, current = held_lock_keys()
 for k = 1, n do
   if current[k] ~= owner then return 0 end
 end
-for k = 1, n do redis.call('PEXPIRE', KEYS[k], lease) end
+for k = 1, n do call('PEXPIRE', KEYS[k], lease) end
 return 1

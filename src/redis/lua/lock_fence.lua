@@ -5,9 +5,9 @@
 -- ARGV: at_least
 -- Returns {1, counter}.
 arg_count(1, 'lock_fence')
-if #KEYS ~= 1 or not string.find(KEYS[1], ':fence:{[^{}]*}$') then malformed('KEYS[1] is not a fence key') end
+if #KEYS ~= 1 or not find(KEYS[1], ':fence:{[^{}]*}$') then malformed('KEYS[1] is not a fence key') end
 local at_least = arg_int(1, 'fencing token', 0, MAX_MS)
-local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+local current = tonumber(call('GET', KEYS[1]) or '0')
 if current >= at_least then return {1, current} end
-redis.call('SET', KEYS[1], at_least)
+call('SET', KEYS[1], at_least)
 return {1, at_least}

@@ -20,7 +20,11 @@ if owned < n then
 end
 -- DEL counts a key named twice once, as a second GET after a DEL would.
 local released = 0
-for i = 1, #mine, 1000 do
-  released = released + redis.call('DEL', unpack(mine, i, math.min(i + 999, #mine)))
+if #mine <= 1000 then
+  if #mine > 0 then released = call('DEL', unpack(mine)) end
+else
+  for i = 1, #mine, 1000 do
+    released = released + call('DEL', unpack(mine, i, math.min(i + 999, #mine)))
+  end
 end
 return released == n and 1 or 0

@@ -19,8 +19,8 @@ check_keys(K)
 
 local now = now_ms()
 local hold_field = 'h:' .. token
-local ev = redis.call('HMGET', K.event, 'id', 'due', hold_field, 'rb')
-if sweep(K, now, ev[2]) then ev = redis.call('HMGET', K.event, 'id', 'due', hold_field, 'rb') end
+local ev = call('HMGET', K.event, 'id', 'due', hold_field, 'rb')
+if sweep(K, now, ev[2]) then ev = call('HMGET', K.event, 'id', 'due', hold_field, 'rb') end
 if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
 local text = ev[3]
 if not text then
@@ -30,13 +30,13 @@ end
 local status, rest, holder, zone, pairs_at = hold_head(text)
 if status == 'expired' or status == 'released' then return 1 end
 if status ~= 'held' then return inactive(token, hold_of(text)) end
-local flat = unpack_pairs(string.sub(text, pairs_at))
+local flat = unpack_pairs(sub(text, pairs_at))
 chunked('ZADD', K:free(zone), flat)
-if string.sub(text, rest, rest) ~= '=' then
+if sub(text, rest, rest) ~= '=' then
   -- No idempotency key: the record goes (with the holder's counter once back at 0), the
   -- minute's hash remembers the release. "due" may now lie before every timer, which only
   -- costs the sweep that finds none.
-  redis.call('ZREM', K.deadlines, token)
+  call('ZREM', K.deadlines, token)
   count_holds(K, 'u:' .. holder, -#flat / 2, -1, hold_field)
   remember_release(K, token, now, ev[4])
   return 1
@@ -44,12 +44,12 @@ end
 count_holds(K, 'u:' .. holder, -#flat / 2, -1)
 local forget_at = now + RELEASED_MEMORY_MS
 local forget = digits(forget_at)
-redis.call('ZADD', K.deadlines, forget, token)
+call('ZADD', K.deadlines, forget, token)
 -- The record as it was, but for its status.
-local record = 'released' .. string.sub(text, rest)
+local record = 'released' .. sub(text, rest)
 if ev[2] and forget_at >= ev[2] + 0 then
-  redis.call('HSET', K.event, hold_field, record)
+  call('HSET', K.event, hold_field, record)
 else
-  redis.call('HSET', K.event, hold_field, record, 'due', forget)
+  call('HSET', K.event, hold_field, record, 'due', forget)
 end
 return 1

@@ -20,9 +20,9 @@ check_keys(K, free_key, seats_key)
 
 local now = now_ms()
 local fields = {'spec', 'due', 'z:' .. zone, 'o:' .. order, 'h:' .. token}
-local ev = redis.call('HMGET', K.event, unpack(fields))
+local ev = call('HMGET', K.event, unpack(fields))
 if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
-if sweep(K, now, ev[2]) then ev = redis.call('HMGET', K.event, unpack(fields)) end
+if sweep(K, now, ev[2]) then ev = call('HMGET', K.event, unpack(fields)) end
 if ev[4] then
   local o = order_of(ev[4])
   if o.token == token then return order_reply(order, o) end -- restored before, or never lost
@@ -39,13 +39,13 @@ local unknown, taken, flat, seen = {}, {}, {}, {}
 local scores = chunked('ZMSCORE', free_key, asked)
 local next_place, highest = 0, 0
 if zone_kind == 'general_admission' then
-  next_place = tonumber(redis.call('HGET', K.event, 'n:' .. zone))
+  next_place = tonumber(call('HGET', K.event, 'n:' .. zone))
 end
 local infos
 for i, seat in ipairs(asked) do
   local slot, state -- state: nil (free: slot), 'unknown' or 'taken'
   if zone_kind == 'general_admission' then
-    local place = string.find(seat, '^[1-9]%d*$') and tonumber(seat)
+    local place = find(seat, '^[1-9]%d*$') and tonumber(seat)
     if not place or place > capacity then
       state = 'unknown'
     elseif place >= next_place then
@@ -85,13 +85,13 @@ if highest > 0 then
   -- listed in the free set, and `next` moves past them.
   local spare = {}
   for place = next_place, highest - 1 do
-    if not seen[string.format('%d', place)] then
+    if not seen[format('%d', place)] then
       spare[#spare + 1] = place
-      spare[#spare + 1] = string.format('%d', place)
+      spare[#spare + 1] = format('%d', place)
     end
   end
   chunked('ZADD', free_key, spare)
-  redis.call('HSET', K.event, 'n:' .. zone, highest + 1)
+  call('HSET', K.event, 'n:' .. zone, highest + 1)
 end
 local paid = {}
 for _, seat in ipairs(asked) do
@@ -99,10 +99,10 @@ for _, seat in ipairs(asked) do
   paid[#paid + 1] = order
 end
 chunked('HSET', K.paid, paid)
-redis.call('HINCRBY', K.event, 'p:' .. zone, n)
+call('HINCRBY', K.event, 'p:' .. zone, n)
 count_paid(K, 'v:' .. holder, n)
 local h = {status = 'confirmed', order = order, key = '', holder = holder, zone = zone,
   created = paid_at, expires = paid_at, flat = flat}
 local o = {holder = holder, zone = zone, token = token, paid_at = paid_at, cancelled = false, flat = flat}
-redis.call('HSET', K.event, 'h:' .. token, hold_text(h), 'o:' .. order, order_text(o))
+call('HSET', K.event, 'h:' .. token, hold_text(h), 'o:' .. order, order_text(o))
 return order_reply(order, o)

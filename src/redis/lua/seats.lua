@@ -14,7 +14,7 @@ check_keys(K)
 local now = now_ms()
 -- A hidden event (under recovery: no `id` field yet) is not read: its map would show
 -- seats of orders not yet restored as free.
-local ev = redis.call('HMGET', K.event, 'spec', 'due', 'id')
+local ev = call('HMGET', K.event, 'spec', 'due', 'id')
 if not ev[1] or not ev[3] then
   return refuse('unknown_event', 'no event ' .. event, {event})
 end
@@ -34,11 +34,11 @@ local out = {}
 for _, zs in ipairs(zones) do
   local id, kind = zs[1], zs[2]
   if only == '' or only == id then
-    local zf = redis.call('HMGET', K.event, 'z:' .. id, 'p:' .. id, 'n:' .. id)
+    local zf = call('HMGET', K.event, 'z:' .. id, 'p:' .. id, 'n:' .. id)
     local _, capacity = zone_of(zf[1])
     local paid = tonumber(zf[2] or '0')
     local free_key = K:free(id) -- derived: each zone's free set (same {event} slot)
-    local free = redis.call('ZCARD', free_key)
+    local free = call('ZCARD', free_key)
     if kind == 'general_admission' then free = free + capacity - tonumber(zf[3]) + 1 end
     local listed = {}
     if kind == 'named' then
@@ -50,8 +50,8 @@ for _, zs in ipairs(zones) do
           part[#part + 1] = ids[i]
           fields[#fields + 1] = id .. ':' .. ids[i]
         end
-        local in_free = redis.call('ZMSCORE', free_key, unpack(part))
-        local in_paid = redis.call('HMGET', K.paid, unpack(fields))
+        local in_free = call('ZMSCORE', free_key, unpack(part))
+        local in_paid = call('HMGET', K.paid, unpack(fields))
         for i = from, to do
           local state = 1
           if in_free[i - from + 1] then state = 0 elseif in_paid[i - from + 1] then state = 2 end
