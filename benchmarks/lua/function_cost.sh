@@ -19,6 +19,8 @@
 #   lock_acquire  3 keys of one group (3 GET/MGET, INCR of the fence, 3 SET PX)
 #   lock_release  the same 3 keys
 #   hold          3 named seats, a new holder each time (limit 3 seats per holder)
+#   ga_hold       2 places of a general-admission zone, never taken before, a new holder
+#                 each time
 #   release       half of those holds
 #   confirm       the other half
 # and two floors: FCALL of an empty function, and node-redlock v5's acquire script by
@@ -210,14 +212,17 @@ for round in $(seq "$rounds"); do
     ek="$prefix:event:$tag $prefix:paid:$tag $prefix:deadlines:$tag $prefix:expired:$tag"
     d="$work/r$round-$i"
     mkdir -p "$d"
-    # The event: one named zone with 3 seats per hold.
+    # The event: one named zone with 3 seats per hold, one general-admission zone with 2
+    # places per hold.
     awk -v lib="$lib" -v p="$prefix" -v e="$event" -v seats=$((3 * calls)) "$AWK_RESP"'
       BEGIN {
         n = 0
-        a[++n] = "FCALL"; a[++n] = lib "_event_create"; a[++n] = 3
+        a[++n] = "FCALL"; a[++n] = lib "_event_create"; a[++n] = 5
         a[++n] = p ":event:{" e "}"; a[++n] = p ":free:{" e "}:z"; a[++n] = p ":seats:{" e "}:z"
-        a[++n] = p; a[++n] = e; a[++n] = "bench"; a[++n] = 1; a[++n] = "z"; a[++n] = "named"; a[++n] = seats
+        a[++n] = p ":free:{" e "}:g"; a[++n] = p ":seats:{" e "}:g"
+        a[++n] = p; a[++n] = e; a[++n] = "bench"; a[++n] = 2; a[++n] = "z"; a[++n] = "named"; a[++n] = seats
         for (s = 0; s < seats; s++) { a[++n] = "S" s; a[++n] = "" }
+        a[++n] = "g"; a[++n] = "general_admission"; a[++n] = 2 * seats / 3
         cmd(n)
       }' > "$d/create"
     pipe "$d/create"
@@ -259,6 +264,19 @@ for round in $(seq "$rounds"); do
     awk -v lib="$lib" -v p="$prefix" -v e="$event" -v ek="$ek" -v calls="$calls" "$AWK_RESP"'
       BEGIN {
         split(ek, keys, " ")
+        for (c = 0; c < calls; c++) {
+          n = 0
+          a[++n] = "FCALL"; a[++n] = lib "_hold"; a[++n] = 6
+          for (k = 1; k <= 4; k++) a[++n] = keys[k]
+          a[++n] = p ":free:{" e "}:g"; a[++n] = p ":seats:{" e "}:g"
+          a[++n] = p; a[++n] = e; a[++n] = "fan" c; a[++n] = e "." hex32(calls + c + 1); a[++n] = "g"
+          a[++n] = "quantity"; a[++n] = 2; a[++n] = 600000; a[++n] = 0; a[++n] = 0; a[++n] = ""
+          cmd(n)
+        }
+      }' > "$d/ga_hold"
+    awk -v lib="$lib" -v p="$prefix" -v e="$event" -v ek="$ek" -v calls="$calls" "$AWK_RESP"'
+      BEGIN {
+        split(ek, keys, " ")
         for (c = 0; c < calls; c += 2) {
           n = 0
           a[++n] = "FCALL"; a[++n] = lib "_release"; a[++n] = 4
@@ -285,6 +303,8 @@ for round in $(seq "$rounds"); do
     [[ "$(cli --scan --pattern "$prefix:lock:{$group}:*" | wc -l)" == 0 ]] || { echo "lock_release: keys left" >&2; exit 1; }
     results[hold,$i]+="$(measure hold "$d/hold");"
     [[ "$(cli ZCARD "$prefix:free:$tag:z")" == 0 ]] || { echo "hold: seats left free" >&2; exit 1; }
+    results[ga_hold,$i]+="$(measure ga_hold "$d/ga_hold");"
+    [[ "$(cli HGET "$prefix:event:$tag" n:g)" == $((2 * calls + 1)) ]] || { echo "ga_hold: places not taken" >&2; exit 1; }
     # Each phase below runs calls/2 calls: measure() expects $calls, so halve it meanwhile.
     calls=$((calls / 2))
     results[release,$i]+="$(measure release "$d/release");"
@@ -292,7 +312,8 @@ for round in $(seq "$rounds"); do
     results[confirm,$i]+="$(measure confirm "$d/confirm");"
     [[ "$(cli HLEN "$prefix:paid:$tag")" == $((3 * calls)) ]] || { echo "confirm: seats not paid" >&2; exit 1; }
     calls=$((calls * 2))
-    cli DEL "$prefix:free:$tag:z" "$prefix:seats:$tag:z" "$prefix:paid:$tag" "$prefix:event:$tag" \
+    cli DEL "$prefix:free:$tag:z" "$prefix:seats:$tag:z" "$prefix:free:$tag:g" "$prefix:seats:$tag:g" \
+      "$prefix:paid:$tag" "$prefix:event:$tag" \
       "$prefix:deadlines:$tag" "$prefix:fence:{$group}" >/dev/null
     cli --scan --pattern "$prefix:released:$tag:*" | xargs -r redis-cli -s "$sock" DEL >/dev/null
   done
@@ -335,7 +356,7 @@ echo "call, in that round."
 printf '%-14s' function
 for i in "${!versions[@]}"; do printf '  %-38s' "${versions[$i]} (${names[$i]#seatlock_})"; done
 echo
-for f in lock_acquire lock_release hold release confirm; do
+for f in lock_acquire lock_release hold ga_hold release confirm; do
   printf '%-14s' "$f"
   for i in "${!versions[@]}"; do
     read -r usec cpu cmds bytes <<<"$(best "${results[$f,$i]}")"

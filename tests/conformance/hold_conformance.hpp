@@ -188,6 +188,38 @@ TEST_CASE_TEMPLATE_DEFINE("GA capacity 100: 200 concurrent holds, exactly 100 su
     CHECK(ga.free == 0);
 }
 
+TEST_CASE_TEMPLATE_DEFINE("GA sold_out counts released and never-taken places exactly", F,
+                          hold_ga_free_count) {
+    auto policy = seatlock::testing::test_policy();
+    policy.max_seats_per_holder = 0;
+    seatlock::testing::HoldWorld<F> w(policy);
+    REQUIRE(w.store.create_event(seatlock::testing::test_event("small", 5)));
+    auto a = w.store.hold("small", "a", seatlock::quantity("bleachers", 2));
+    auto b = w.store.hold("small", "b", seatlock::quantity("bleachers", 1));
+    REQUIRE(a);
+    REQUIRE(b);
+    // Place 3 released, 4 and 5 never taken: 3 free, fewer than asked.
+    REQUIRE(w.store.release(b->token));
+    auto four = w.store.hold("small", "c", seatlock::quantity("bleachers", 4));
+    REQUIRE(four.is(errc::sold_out));
+    CHECK(four.error().current == 3);
+    // 1, 2 and 3 released, 4 and 5 never taken.
+    REQUIRE(w.store.release(a->token));
+    auto six = w.store.hold("small", "c", seatlock::quantity("bleachers", 6));
+    REQUIRE(six.is(errc::sold_out));
+    CHECK(six.error().current == 5);
+    auto all = w.store.hold("small", "c", seatlock::quantity("bleachers", 5));
+    REQUIRE(all);
+    CHECK(std::set<std::string>(all->seats.begin(), all->seats.end()) ==
+          std::set<std::string>{"1", "2", "3", "4", "5"});
+    auto none = w.store.hold("small", "d", seatlock::quantity("bleachers", 1));
+    REQUIRE(none.is(errc::sold_out));
+    CHECK(none.error().current == 0);
+    auto zone = w.store.seats("small", "bleachers").value().at(0);
+    CHECK(zone.held == 5);
+    CHECK(zone.free == 0);
+}
+
 TEST_CASE_TEMPLATE_DEFINE("best_available picks adjacent seats in one row when a run exists", F,
                           hold_best_available_adjacent) {
     seatlock::testing::HoldWorld<F> w;
@@ -438,6 +470,7 @@ TEST_CASE_TEMPLATE_DEFINE("create_event accepts the same spec again and refuses 
     TEST_CASE_TEMPLATE_INVOKE(hold_limit_concurrent, __VA_ARGS__);       \
     TEST_CASE_TEMPLATE_INVOKE(hold_one_active, __VA_ARGS__);             \
     TEST_CASE_TEMPLATE_INVOKE(hold_ga_capacity, __VA_ARGS__);            \
+    TEST_CASE_TEMPLATE_INVOKE(hold_ga_free_count, __VA_ARGS__);          \
     TEST_CASE_TEMPLATE_INVOKE(hold_best_available_adjacent, __VA_ARGS__); \
     TEST_CASE_TEMPLATE_INVOKE(hold_best_available_fallback, __VA_ARGS__); \
     TEST_CASE_TEMPLATE_INVOKE(hold_best_available_concurrent, __VA_ARGS__); \

@@ -10,7 +10,9 @@
 -- A hold of named seats runs 6 commands: TIME, one HMGET of the event hash (event, timers,
 -- zone, an earlier try with this token, the holder's counters), ZMSCORE and ZREM on the
 -- zone's free set, one HSET of the event hash (the hold, the holder's counter) and one ZADD
--- of the deadline.
+-- of the deadline. A hold of a quantity in a general-admission zone runs 6 too, or 5 when
+-- every place it gets is new: the HMGET reads the zone's next place as well, ZRANGE finds
+-- the lowest released places, ZREM takes them.
 local kind = ARGV[6]
 if kind ~= 'seats' and kind ~= 'quantity' and kind ~= 'best_available' then
   malformed('hold kind (ARGV[6])')
@@ -77,17 +79,23 @@ local now = now_ms()
 local zone_field, hold_field, counts_field = 'z:' .. zone, 'h:' .. token, 'u:' .. holder
 local paid_field = 'v:' .. holder
 local key_field = key ~= '' and 'k:' .. holder .. ':' .. key
--- The event hash's fields a hold reads; the idempotency key's (ev[7]) only when there is one.
+-- A general-admission zone's first place never taken (n:<zone>), read only for a hold of a
+-- quantity.
+local next_field = kind ~= 'seats' and 'n:' .. zone
+-- The event hash's fields a hold reads, then the idempotency key's (ev[7]) and the zone's
+-- next place (ev[8]) when it needs either ('id' again in the place of the other).
 local ev
-if key_field then
-  ev = call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field, key_field)
+if key_field or next_field then
+  ev = call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field,
+    key_field or 'id', next_field or 'id')
 else
   ev = call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field)
 end
 if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
 if sweep(K, now, ev[2]) then
-  if key_field then
-    ev = call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field, key_field)
+  if key_field or next_field then
+    ev = call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field,
+      key_field or 'id', next_field or 'id')
   else
     ev = call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field)
   end
@@ -129,6 +137,8 @@ end
 -- event hash's new fields go to `set`, made with room for 8: a table grown one entry at a
 -- time is rebuilt at 1, 2, 4 and 8 entries.
 local seats, flat
+-- The seats that leave the zone's free set: all of them, but for never-taken places.
+local listed
 local set = {nil, nil, nil, nil, nil, nil, nil, nil}
 if kind == 'seats' then
   if sub(ev[3], 1, 6) ~= 'named ' then
@@ -155,22 +165,30 @@ if kind == 'seats' then
     return refuse('seat_taken', (#taken == 1 and 'seat ' or 'seats ') .. join(taken) .. ' of zone ' ..
       zone .. ' already taken', taken)
   end
-  seats = asked
+  seats, listed = asked, asked
 else
   local zone_kind, capacity, with_rows = zone_of(ev[3])
   local general_admission = zone_kind == 'general_admission'
   if kind == 'quantity' and not general_admission then
     return refuse('invalid_argument', 'zone ' .. zone .. ' has named seats: name them or ask for best_available')
   end
-  local next_place = general_admission and tonumber(call('HGET', K.event, 'n:' .. zone)) or 0
-  local listed_free = call('ZCARD', free_key)
-  local free = listed_free
-  if general_admission then free = free + capacity - next_place + 1 end
+  local slots, lowest, free
+  seats, slots = {}, {}
+  local listed_free = 0
+  if general_admission then
+    -- Released places (all below the next place) are listed in the free set, the places
+    -- from the next one on are not: the n lowest listed, then as many never-taken places
+    -- as there are left (capacity - next + 1). When fewer than n are listed, those are all
+    -- of them, and the count is exact; with n listed it does not matter.
+    lowest = call('ZRANGE', free_key, 0, n - 1, 'WITHSCORES')
+    free = #lowest / 2 + capacity - tonumber(ev[8]) + 1
+  else
+    listed_free = call('ZCARD', free_key)
+    free = listed_free
+  end
   if free < n then
     return refuse('sold_out', 'zone ' .. zone .. ' has ' .. free .. ' free places, ' .. n .. ' asked', {}, -1, free)
   end
-  local slots
-  seats, slots = {}, {}
   if not general_admission then
     -- The first run of n free seats that follow each other in one row.
     local run, last_slot, last_row = {}, -2, nil
@@ -197,19 +215,22 @@ else
     if #run < n then
       -- No run: the n lowest free seats.
       run = {}
-      local lowest = call('ZRANGE', free_key, 0, n - 1, 'WITHSCORES')
-      for i = 1, #lowest, 2 do run[#run + 1] = {lowest[i], tonumber(lowest[i + 1])} end
+      local first = call('ZRANGE', free_key, 0, n - 1, 'WITHSCORES')
+      for i = 1, #first, 2 do run[#run + 1] = {first[i], tonumber(first[i + 1])} end
     end
     for _, pick in ipairs(run) do
       seats[#seats + 1] = pick[1]
       slots[#slots + 1] = pick[2]
     end
+    listed = seats
   else
-    -- Lowest free first: released places (all below `next`), then never-taken ones.
-    local lowest = call('ZRANGE', free_key, 0, n - 1, 'WITHSCORES')
+    -- Lowest free first: released places, then never-taken ones.
+    local next_place = tonumber(ev[8])
+    listed = {}
     for i = 1, #lowest, 2 do
       seats[#seats + 1] = lowest[i]
       slots[#slots + 1] = lowest[i + 1]
+      listed[#listed + 1] = lowest[i]
     end
     while #seats < n do
       seats[#seats + 1] = format('%d', next_place)
@@ -226,7 +247,7 @@ else
   end
 end
 
-chunked('ZREM', free_key, seats)
+chunked('ZREM', free_key, listed)
 local expires = now + ttl
 local expires_at = digits(expires)
 set[#set + 1] = hold_field
