@@ -140,7 +140,16 @@ AWK_RESP='function cmd(n,   i) {
   printf "*%d\r\n", n
   for (i = 1; i <= n; i++) printf "$%d\r\n%s\r\n", length(a[i]), a[i]
 }
-function hex32(i) { return sprintf("%032x", i) }'
+function hex32(i) { return sprintf("%032x", i) }
+# A hold in zone z (of event e, key prefix p, library lib, event keys keys[1..4]): a[1..n]
+# up to its kind.
+function hold_call(z, holder, token,   k) {
+  n = 0
+  a[++n] = "FCALL"; a[++n] = lib "_hold"; a[++n] = 6
+  for (k = 1; k <= 4; k++) a[++n] = keys[k]
+  a[++n] = p ":free:{" e "}:" z; a[++n] = p ":seats:{" e "}:" z
+  a[++n] = p; a[++n] = e; a[++n] = holder; a[++n] = e "." hex32(token); a[++n] = z
+}'
 
 pipe() {
   local out
@@ -251,11 +260,7 @@ for round in $(seq "$rounds"); do
       BEGIN {
         split(ek, keys, " ")
         for (c = 0; c < calls; c++) {
-          n = 0
-          a[++n] = "FCALL"; a[++n] = lib "_hold"; a[++n] = 6
-          for (k = 1; k <= 4; k++) a[++n] = keys[k]
-          a[++n] = p ":free:{" e "}:z"; a[++n] = p ":seats:{" e "}:z"
-          a[++n] = p; a[++n] = e; a[++n] = "holder" c; a[++n] = e "." hex32(c + 1); a[++n] = "z"
+          hold_call("z", "holder" c, c + 1)
           a[++n] = "seats"; a[++n] = 3; a[++n] = 600000; a[++n] = 3; a[++n] = 0; a[++n] = ""
           for (k = 0; k < 3; k++) a[++n] = "S" (3 * c + k)
           cmd(n)
@@ -265,11 +270,7 @@ for round in $(seq "$rounds"); do
       BEGIN {
         split(ek, keys, " ")
         for (c = 0; c < calls; c++) {
-          n = 0
-          a[++n] = "FCALL"; a[++n] = lib "_hold"; a[++n] = 6
-          for (k = 1; k <= 4; k++) a[++n] = keys[k]
-          a[++n] = p ":free:{" e "}:g"; a[++n] = p ":seats:{" e "}:g"
-          a[++n] = p; a[++n] = e; a[++n] = "fan" c; a[++n] = e "." hex32(calls + c + 1); a[++n] = "g"
+          hold_call("g", "fan" c, calls + c + 1)
           a[++n] = "quantity"; a[++n] = 2; a[++n] = 600000; a[++n] = 0; a[++n] = 0; a[++n] = ""
           cmd(n)
         }
