@@ -83,23 +83,18 @@ local key_field = key ~= '' and 'k:' .. holder .. ':' .. key
 -- quantity.
 local next_field = kind ~= 'seats' and 'n:' .. zone
 -- The event hash's fields a hold reads, then the idempotency key's (ev[7]) and the zone's
--- next place (ev[8]) when it needs either ('id' again in the place of the other).
+-- next place (ev[8]) when it needs either ('id' again in the place of the other); read
+-- again after a sweep that ran timers (the second sweep finds none due).
 local ev
-if key_field or next_field then
-  ev = call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field,
-    key_field or 'id', next_field or 'id')
-else
-  ev = call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field)
-end
-if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
-if sweep(K, now, ev[2]) then
+repeat
   if key_field or next_field then
     ev = call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field,
       key_field or 'id', next_field or 'id')
   else
     ev = call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field)
   end
-end
+  if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
+until not sweep(K, now, ev[2])
 
 if ev[4] then
   -- A retry of a hold whose reply was lost.
@@ -172,7 +167,7 @@ else
   if kind == 'quantity' and not general_admission then
     return refuse('invalid_argument', 'zone ' .. zone .. ' has named seats: name them or ask for best_available')
   end
-  local slots, lowest, free
+  local slots, lowest, free, next_place
   seats, slots = {}, {}
   local listed_free = 0
   if general_admission then
@@ -181,7 +176,8 @@ else
     -- as there are left (capacity - next + 1). When fewer than n are listed, those are all
     -- of them, and the count is exact; with n listed it does not matter.
     lowest = call('ZRANGE', free_key, 0, n - 1, 'WITHSCORES')
-    free = #lowest / 2 + capacity - tonumber(ev[8]) + 1
+    next_place = tonumber(ev[8])
+    free = #lowest / 2 + capacity - next_place + 1
   else
     listed_free = call('ZCARD', free_key)
     free = listed_free
@@ -225,7 +221,6 @@ else
     listed = seats
   else
     -- Lowest free first: released places, then never-taken ones.
-    local next_place = tonumber(ev[8])
     listed = {}
     for i = 1, #lowest, 2 do
       seats[#seats + 1] = lowest[i]
