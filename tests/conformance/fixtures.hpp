@@ -9,6 +9,9 @@
 //   WallTime now();                the backend's now, on the wall clock
 //   void lose_data();              the storage forgets every event, hold and order, as a
 //                                  server restarted without persistence does
+// and may have, for the model test (model_test.hpp):
+//   static constexpr int model_steps;  steps per thread instead of the default
+//   void pause_in_check();             called between a check's clock read and its query
 #pragma once
 
 #include <seatlock/seatlock.hpp>
@@ -31,6 +34,16 @@ struct MemoryFixture {
     void lose_data() { backend_.wipe(); }
 
     MemoryBackend backend_;
+};
+
+/// MemoryFixture whose model checks sleep between reading the clock and asking the store,
+/// as a thread of a busy machine can be held up there: the model test (model_test.hpp)
+/// must not take a hold that ended meanwhile for one still held. Few steps, since every
+/// check sleeps.
+struct SlowCheckMemoryFixture : MemoryFixture {
+    static constexpr const char* name = "memory, with checks that sleep";
+    static constexpr int model_steps = 8;
+    void pause_in_check() { std::this_thread::sleep_for(Millis(150)); }
 };
 
 struct FakeFixture {

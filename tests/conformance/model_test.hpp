@@ -25,10 +25,15 @@ public:
     // (tests/conformance/CMakeLists.txt sets SEATLOCK_MODEL_STEPS), the full run in the
     // optimised build.
 #ifdef SEATLOCK_MODEL_STEPS
-    static constexpr int steps = SEATLOCK_MODEL_STEPS;
+    static constexpr int default_steps = SEATLOCK_MODEL_STEPS;
 #else
-    static constexpr int steps = 5000;
+    static constexpr int default_steps = 5000;
 #endif
+    // A fixture may ask for fewer (SlowCheck, whose checks sleep).
+    static constexpr int steps = [] {
+        if constexpr (requires { F::model_steps; }) return F::model_steps;
+        else return default_steps;
+    }();
     static constexpr std::int64_t limit = 3;
 
     ModelRun() : store_(f_.backend(), policy()) {
@@ -222,10 +227,15 @@ private:
     }
 
     // Called with the gate held exclusively: the model holds every completed operation.
+    // The storage reads its clock somewhere between `before` and `after`, which a busy
+    // machine can set far apart: a hold counts as surely held only if it outlives `after`,
+    // as surely ended only if it ended by `before`, and may be seen either way in between.
     void check() {
         ++checks_;
-        const WallTime now = f_.now();
+        const WallTime before = f_.now();
+        if constexpr (requires { f_.pause_in_check(); }) f_.pause_in_check();
         auto zones = store_.seats("model").value();
+        const WallTime after = f_.now();
         std::map<std::string, int> sure_claims, maybe_claims;  // "zone:seat" -> claims
         std::map<std::string, SeatState> expected;
         std::map<std::string, std::int64_t> holder_seats;
@@ -234,12 +244,12 @@ private:
         // then dropped, so that a check costs what is live, not all history.
         for (auto it = live_holds_.begin(); it != live_holds_.end();) {
             const ModelHold& h = holds_.at(*it);
-            if (!h.active || h.expires_at + margin <= now) {
+            if (!h.active || h.expires_at + margin <= before) {
                 it = live_holds_.erase(it);
                 continue;
             }
             ++it;
-            const bool sure = h.expires_at - margin > now;
+            const bool sure = h.expires_at - margin > after;
             for (const auto& seat : h.seats) {
                 const auto key = h.zone + ":" + seat;
                 (sure ? sure_claims : maybe_claims)[key] += 1;
@@ -293,8 +303,9 @@ private:
         if (ga.paid != ga_paid || ga.held < ga_sure_held || ga.held > ga_sure_held + ga_maybe_held ||
             ga.free + ga.held + ga.paid != ga.capacity) {
             ++violations_;
-            MESSAGE("bleachers: held " << ga.held << " paid " << ga.paid << ", model: paid " << ga_paid
-                                       << " held " << ga_sure_held << "+" << ga_maybe_held);
+            MESSAGE("bleachers: held " << ga.held << " paid " << ga.paid << " free " << ga.free << " of "
+                                       << ga.capacity << ", model: paid " << ga_paid << " held " << ga_sure_held
+                                       << "+" << ga_maybe_held);
         }
     }
 
