@@ -65,7 +65,13 @@ std::vector<std::string> check(const Row& row) {
     if (row.api == Api::async) {
         // Pipelined: replies share writes, so count the function calls instead, one per step.
         const double requests = *row.requests_per_op();
-        if (std::abs(requests - expected) > 0.01 * expected) {
+        // The example server also polls for expired holds, one call every 250 ms
+        // (drain_period, examples/ticketing_server/main.cpp): in a short run with few pairs
+        // (a sanitizer build on a busy machine) those polls are more than 1% of the calls.
+        const double polls = row.scenario == info(Scenario::http_hold_release).name
+                                 ? (4 * row.m.seconds + 4) / static_cast<double>(row.m.ops)
+                                 : 0;
+        if (requests < expected - 0.01 * expected || requests > expected + polls + 0.01 * expected) {
             problems.push_back(fmt::format("{}: {:.3f} requests per operation, expected {:.3f}",
                                            what, requests, expected));
         }
