@@ -5,7 +5,9 @@
 //
 // N slots share one io_context, run on the calling thread. Each slot is a loop: it starts
 // an operation, and the operation's completion starts the slot's next one, so exactly N
-// are in flight until the budget is spent. Slots are built and warmed up before the clock
+// are in flight until the budget is spent. A phase ends when its last operation has
+// completed, even when the io_context has other work (a RedisBackend whose connection runs
+// on it keeps a read pending): the runner then stops it. Slots are built and warmed up before the clock
 // starts, and `at_start` / `at_end` run with nothing in flight, so that server counters
 // change only through the measured operations.
 #pragma once
@@ -83,6 +85,7 @@ private:
         timed_ = timed;
         stop_ = false;
         deadline_ = Clock::now() + duration;
+        in_flight_ = 0;
         for (auto& slot : slots_) {
             slot.left = timed ? 0 : per_slot;
             boost::asio::post(io_, [this, &slot] { start(slot, Clock::now()); });
@@ -97,14 +100,21 @@ private:
             } catch (const std::exception& e) {
                 if (error_.empty()) error_ = e.what();
                 stop_ = true;
+                // The operation whose handler threw has ended without calling `done`.
+                if (in_flight_ > 0) --in_flight_;
+                if (in_flight_ == 0) break;
             }
         }
         if (!error_.empty()) throw std::runtime_error(error_);
     }
 
     void start(Slot& slot, Clock::time_point now) {
-        if (stop_ || (timed_ ? now >= deadline_ : slot.left == 0)) return;
+        if (stop_ || (timed_ ? now >= deadline_ : slot.left == 0)) {
+            if (in_flight_ == 0) io_.stop();  // the phase's last operation has ended
+            return;
+        }
         if (!timed_) --slot.left;
+        ++in_flight_;
         slot.lap.mark_ = {};
         slot.started = now;
         slot.op(slot.lap, slot.done);
@@ -112,6 +122,7 @@ private:
 
     void finished(Slot& slot, Outcome outcome) {
         const auto end = Clock::now();
+        --in_flight_;
         if (measuring_) {
             measured_.latency.record((end - slot.started).count());
             if (slot.lap.mark_ != Clock::time_point{})
@@ -129,6 +140,7 @@ private:
     bool timed_ = false;  // the phase ends at deadline_, not on a count
     Clock::time_point deadline_{};
     bool stop_ = false;  // a failure: start nothing more
+    int in_flight_ = 0;  // operations started and not yet ended
     std::string error_;
 };
 

@@ -365,14 +365,17 @@ Row Run::run_redis([[maybe_unused]] const ScenarioInfo& s, [[maybe_unused]] int 
 }
 
 // Every operation in flight goes out on the backend's one pipelined connection
-// (RedisOptions::async_connections, default 1), as node-redlock's do on its one.
+// (RedisOptions::async_connections, default 1), as node-redlock's do on its one, and the
+// connection runs on the slots' own thread (RedisBackend(options, executor)), as
+// node-redlock's runs on node's: one thread writes, reads, and runs every operation's
+// steps.
 Row Run::run_redis_async([[maybe_unused]] const ScenarioInfo& s, [[maybe_unused]] int in_flight,
                          [[maybe_unused]] const Budget& b) {
 #ifdef SEATLOCK_BENCH_REDIS_BACKEND
     flush();
     boost::asio::io_context io(1);
     RedisOptions options = redis_options(*server_);
-    RedisBackend backend(options);
+    RedisBackend backend(options, io.get_executor());
     detail::require(backend.ping(), "ping");
     SeatlockScenario<RedisBackend> scenario(backend, inventory_for(s, b, in_flight, false));
     return measure_on_redis(

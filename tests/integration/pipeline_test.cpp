@@ -255,6 +255,59 @@ TEST_CASE("calls issued together share server reads and socket writes") {
     CHECK(after.writes - before.writes < calls / 4);
 }
 
+TEST_CASE("replies of one read are handed in two turns: what their callbacks send goes out between") {
+    // On the callers' own thread (one io_context, run here), 64 INCRs go out in one write,
+    // Redis answers them in one write, and each callback sends one more INCR. The pipeline
+    // hands the first half of the replies, writes what their callbacks sent, and only then
+    // hands the second half: Redis runs the first new batch while the second half is handed.
+    RedisServer server;
+    constexpr std::size_t calls = 64;
+    boost::asio::io_context io(1);
+    Pipeline pipeline(io.get_executor(), options_for(server));
+    bool connected = false;
+    pipeline.exec({"PING"}, [&](Result<ReplyPtr> r) { connected = r.has_value(); });
+    io.run_one_for(10s);  // connects
+    while (!connected && io.run_one_for(10s) > 0) {
+    }
+    REQUIRE(connected);
+
+    // Tries until the first batch's replies came in one socket read (Redis sends them in
+    // one write; the kernel almost always delivers them together).
+    bool one_read = false;
+    for (int attempt = 0; attempt < 5 && !one_read; ++attempt) {
+        struct Seen {
+            std::uint64_t reads = 0, writes = 0;
+        };
+        std::vector<Seen> seen;
+        std::size_t answered = 0, follow_ups = 0;
+        for (std::size_t i = 0; i < calls; ++i) {
+            pipeline.exec({"INCR", "counter"}, [&](Result<ReplyPtr> r) {
+                REQUIRE(r);
+                const auto stats = pipeline.stats();
+                seen.push_back({stats.reads, stats.writes});
+                ++answered;
+                pipeline.exec({"INCR", "counter"}, [&](Result<ReplyPtr> again) {
+                    REQUIRE(again);
+                    ++follow_ups;
+                });
+            });
+        }
+        const auto t0 = Clock::now();
+        while ((answered < calls || follow_ups < calls) && since(t0) < 10s) io.run_one_for(1s);
+        REQUIRE(answered == calls);
+        REQUIRE(follow_ups == calls);
+        one_read = seen.front().reads == seen.back().reads;
+        if (!one_read) continue;
+        const auto written_after = std::count_if(seen.begin(), seen.end(), [&](const Seen& s) {
+            return s.writes > seen.front().writes;
+        });
+        MESSAGE("callbacks of one read that saw a write after the first's: " << written_after);
+        // Half were handed before the first follow-ups were written, half after.
+        CHECK(written_after == static_cast<std::ptrdiff_t>(calls / 2));
+    }
+    CHECK(one_read);
+}
+
 TEST_CASE("CLIENT KILL with calls in flight: each call ends once, none is applied twice") {
     RedisServer server;
     RedisAdmin admin(server.port());
