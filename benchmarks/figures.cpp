@@ -166,7 +166,7 @@ std::vector<Figure> figures(const std::vector<Row>& rows) {
     out.push_back({"redis_async_try_lock_all3_fcall_usec_64",
                    "  FCALL usec_per_call, seatlock async", script_usec(async_lock, "fcall")});
     out.push_back({"redis_async_try_lock_all3_client_cores_64",
-                   "  client cores used, seatlock async (its I/O thread included)",
+                   "  client cores used, seatlock async (one thread)",
                    client_cores(async_lock)});
     out.push_back({"node_redlock_client_cores_64", "  client cores used, node-redlock",
                    client_cores(lock_peer)});
