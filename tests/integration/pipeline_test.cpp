@@ -308,6 +308,35 @@ TEST_CASE("replies of one read are handed in two turns: what their callbacks sen
     CHECK(one_read);
 }
 
+TEST_CASE("replies read but left for the next turn are answers, even past command_timeout") {
+    // The first callback of a read blocks its thread past the command timeout, so that the
+    // reply timer comes due while the read's second half waits for its turn: those
+    // replies were read, so they reach their callers, and the connection is kept.
+    RedisServer server;
+    constexpr std::size_t calls = 64;
+    auto options = options_for(server);
+    options.command_timeout = 100ms;
+    boost::asio::io_context io(1);
+    auto work = boost::asio::make_work_guard(io);
+    Pipeline pipeline(io.get_executor(), options);
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        CAPTURE(attempt);
+        auto answered = std::make_shared<std::size_t>(0);
+        auto failed = std::make_shared<std::size_t>(0);
+        for (std::size_t i = 0; i < calls; ++i) {
+            pipeline.exec({"INCR", "counter"}, [answered, failed, i](Result<ReplyPtr> r) {
+                if (i == 0) std::this_thread::sleep_for(250ms);
+                ++*(r ? answered : failed);
+            });
+        }
+        const auto t0 = Clock::now();
+        while (*answered + *failed < calls && since(t0) < 10s) io.run_one_for(1s);
+        CHECK(*failed == 0);
+        CHECK(*answered == calls);
+    }
+    CHECK(pipeline.stats().connects == 1);  // no reply was taken for lost
+}
+
 TEST_CASE("CLIENT KILL with calls in flight: each call ends once, none is applied twice") {
     RedisServer server;
     RedisAdmin admin(server.port());
