@@ -7,9 +7,9 @@
 // an operation, and the operation's completion starts the slot's next one, so exactly N
 // are in flight until the budget is spent. A phase ends when its last operation has
 // completed, even when the io_context has other work (a RedisBackend whose connection runs
-// on it keeps a read pending): the runner then stops it. Slots are built and warmed up before the clock
-// starts, and `at_start` / `at_end` run with nothing in flight, so that server counters
-// change only through the measured operations.
+// on it keeps a read pending): the runner then stops it. Slots are built and warmed up
+// before the clock starts, and `at_start` / `at_end` run with nothing in flight, so that
+// server counters change only through the measured operations.
 #pragma once
 
 #include <boost/asio/io_context.hpp>

@@ -454,7 +454,8 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
             return;
         }
         // Bytes already waiting in the socket, or replies read and not yet handed, are the
-        // oldest request's reply: the strand was busy, the server was not late. Look again once they are read.
+        // oldest request's reply: the strand was busy, the server was not late. Look again
+        // once they are handed.
         error_code ec;
         if (link->handing || (link->socket.available(ec) > 0 && !ec)) {
             sent.front().deadline = now + std::min<Clock::duration>(options.command_timeout,
@@ -617,7 +618,8 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
         // Replies already read are answers, not losses: hand those a turn left for later.
         if (link->handing) {
             link->handing = false;
-            if (hand_parsed(link, sent.size()) == Handed::ended) return;
+            const auto l = link;  // a copy: a reply or callback may end `link` meanwhile
+            if (hand_parsed(l, sent.size()) == Handed::ended) return;
         }
         const bool handshaking = phase == Phase::handshaking;
         if (!link->answered) note_failure();
