@@ -167,6 +167,17 @@ void wait_written(const Pipeline& pipeline, std::uint64_t n) {
     std::this_thread::sleep_for(20ms);  // and reached the server
 }
 
+// Runs `io` on this thread until `done()` holds; false when it does not within `timeout`.
+template <typename Done>
+bool run_until(boost::asio::io_context& io, Done&& done, Millis timeout = 10s) {
+    const auto t0 = Clock::now();
+    while (!done()) {
+        if (since(t0) > timeout) return false;
+        io.run_one_for(100ms);
+    }
+    return true;
+}
+
 }  // namespace
 
 TEST_CASE("requests are written byte for byte as hiredis formats them") {
@@ -263,39 +274,45 @@ TEST_CASE("replies of one read are handed in two turns: what their callbacks sen
     RedisServer server;
     constexpr std::size_t calls = 64;
     boost::asio::io_context io(1);
+    auto work = boost::asio::make_work_guard(io);
     Pipeline pipeline(io.get_executor(), options_for(server));
-    bool connected = false;
-    pipeline.exec({"PING"}, [&](Result<ReplyPtr> r) { connected = r.has_value(); });
-    io.run_one_for(10s);  // connects
-    while (!connected && io.run_one_for(10s) > 0) {
-    }
-    REQUIRE(connected);
+    auto connected = std::make_shared<bool>(false);
+    pipeline.exec({"PING"}, [connected](Result<ReplyPtr> r) { *connected = r.has_value(); });
+    REQUIRE(run_until(io, [&] { return *connected; }));
 
     // Tries until the first batch's replies came in one socket read (Redis sends them in
     // one write; the kernel almost always delivers them together).
     bool one_read = false;
     for (int attempt = 0; attempt < 5 && !one_read; ++attempt) {
+        // Shared with the callbacks: a call still pending when a check fails ends, with
+        // the pipeline, after this attempt's locals.
         struct Seen {
             std::uint64_t reads = 0, writes = 0;
         };
-        std::vector<Seen> seen;
-        std::size_t answered = 0, follow_ups = 0;
+        struct Attempt {
+            std::vector<Seen> seen;
+            std::size_t answered = 0, follow_ups = 0, failed = 0;
+        };
+        auto at = std::make_shared<Attempt>();
         for (std::size_t i = 0; i < calls; ++i) {
-            pipeline.exec({"INCR", "counter"}, [&](Result<ReplyPtr> r) {
-                REQUIRE(r);
+            pipeline.exec({"INCR", "counter"}, [at, &pipeline](Result<ReplyPtr> r) {
+                if (!r) {
+                    ++at->failed;
+                    return;
+                }
                 const auto stats = pipeline.stats();
-                seen.push_back({stats.reads, stats.writes});
-                ++answered;
-                pipeline.exec({"INCR", "counter"}, [&](Result<ReplyPtr> again) {
-                    REQUIRE(again);
-                    ++follow_ups;
+                at->seen.push_back({stats.reads, stats.writes});
+                ++at->answered;
+                pipeline.exec({"INCR", "counter"}, [at](Result<ReplyPtr> again) {
+                    ++(again ? at->follow_ups : at->failed);
                 });
             });
         }
-        const auto t0 = Clock::now();
-        while ((answered < calls || follow_ups < calls) && since(t0) < 10s) io.run_one_for(1s);
-        REQUIRE(answered == calls);
-        REQUIRE(follow_ups == calls);
+        REQUIRE(run_until(io, [&] {
+            return at->answered + at->failed == calls && at->follow_ups + at->failed >= calls;
+        }));
+        REQUIRE(at->failed == 0);
+        const auto& seen = at->seen;
         one_read = seen.front().reads == seen.back().reads;
         if (!one_read) continue;
         const auto written_after = std::count_if(seen.begin(), seen.end(), [&](const Seen& s) {
@@ -329,8 +346,7 @@ TEST_CASE("replies read but left for the next turn are answers, even past comman
                 ++*(r ? answered : failed);
             });
         }
-        const auto t0 = Clock::now();
-        while (*answered + *failed < calls && since(t0) < 10s) io.run_one_for(1s);
+        run_until(io, [&] { return *answered + *failed == calls; });
         CHECK(*failed == 0);
         CHECK(*answered == calls);
     }
