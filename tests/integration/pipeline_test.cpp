@@ -178,6 +178,13 @@ bool run_until(boost::asio::io_context& io, Done&& done, Millis timeout = 10s) {
     return true;
 }
 
+// One PING on a pipeline whose io_context runs on this thread: true when it is answered.
+bool call_on(boost::asio::io_context& io, Pipeline& pipeline) {
+    auto answered = std::make_shared<std::optional<bool>>();
+    pipeline.exec({"PING"}, [answered](Result<ReplyPtr> r) { *answered = r.has_value(); });
+    return run_until(io, [&] { return answered->has_value(); }) && **answered;
+}
+
 }  // namespace
 
 TEST_CASE("requests are written byte for byte as hiredis formats them") {
@@ -276,9 +283,7 @@ TEST_CASE("replies of one read are handed in two turns: what their callbacks sen
     boost::asio::io_context io(1);
     auto work = boost::asio::make_work_guard(io);
     Pipeline pipeline(io.get_executor(), options_for(server));
-    auto connected = std::make_shared<bool>(false);
-    pipeline.exec({"PING"}, [connected](Result<ReplyPtr> r) { *connected = r.has_value(); });
-    REQUIRE(run_until(io, [&] { return *connected; }));
+    REQUIRE(call_on(io, pipeline));
 
     // Tries until the first batch's replies came in one socket read (Redis sends them in
     // one write; the kernel almost always delivers them together).
@@ -351,6 +356,72 @@ TEST_CASE("replies read but left for the next turn are answers, even past comman
         CHECK(*answered == calls);
     }
     CHECK(pipeline.stats().connects == 1);  // no reply was taken for lost
+}
+
+TEST_CASE("replies read but left for the next turn are answers when the connection is lost") {
+    // 64 PINGs answered in one write; the first callback has the peer reset the connection
+    // and sends one more PING, whose write then fails while the read's second half waits
+    // for its turn. Those replies were read: they reach their callers as PONG, and only
+    // the PING written to the reset connection is outcome_unknown.
+    FakeServer server(FakeServer::Behaviour::answer_pings);
+    seatlock::RedisOptions o;
+    o.port = server.port();
+    constexpr std::size_t calls = 64;
+    boost::asio::io_context io(1);
+    auto work = boost::asio::make_work_guard(io);
+    auto pipeline = std::make_unique<Pipeline>(io.get_executor(), o);
+    REQUIRE(call_on(io, *pipeline));
+    // The replies' last callback destroys the pipeline, while the lost connection hands
+    // the replies left for the next turn (nothing of the pipeline is touched after).
+    bool destroy = false;
+    SUBCASE("the connection is kept") {}
+    SUBCASE("the replies' last callback destroys the pipeline") { destroy = true; }
+
+    // Tries until the 64 replies, sent in one write, came in one socket read.
+    server.batch(calls);
+    bool one_read = false;
+    for (int attempt = 0; attempt < 5 && !one_read; ++attempt) {
+        CAPTURE(attempt);
+        struct Attempt {
+            std::vector<std::uint64_t> reads;  // pipeline reads when each answer came
+            std::size_t pongs = 0, failed = 0, ended = 0;
+            bool reset = false;
+            std::optional<Result<ReplyPtr>> last;  // the PING written to the reset connection
+        };
+        auto at = std::make_shared<Attempt>();
+        for (std::size_t i = 0; i < calls; ++i) {
+            pipeline->exec({"PING"}, [=, &pipeline, &server](Result<ReplyPtr> r) {
+                ++at->ended;
+                if (!r || (*r)->type != REDIS_REPLY_STATUS) {
+                    ++at->failed;
+                    return;
+                }
+                ++at->pongs;
+                at->reads.push_back(pipeline->stats().reads);
+                if (i == calls - 1 && destroy && at->reset) pipeline.reset();
+                if (i != 0) return;
+                at->reset = server.reset();
+                std::this_thread::sleep_for(50ms);  // the reset reaches this end
+                pipeline->exec({"PING"},
+                               [at](Result<ReplyPtr> last) { at->last.emplace(std::move(last)); });
+            });
+        }
+        REQUIRE(run_until(io, [&] { return at->ended == calls && at->last.has_value(); }));
+        REQUIRE(at->reset);
+        one_read = at->pongs == calls && at->reads.front() == at->reads.back();
+        if (at->failed == 0 && !one_read && !destroy) continue;  // answered in pieces: again
+        CHECK(at->failed == 0);
+        CHECK(at->pongs == calls);
+        CHECK(one_read);
+        // The write to the reset connection failed: the connection was taken for lost.
+        if (!destroy) CHECK(at->last->is(errc::outcome_unknown));
+        one_read = true;
+    }
+    CHECK(one_read);
+    CHECK((pipeline == nullptr) == destroy);
+    if (destroy) return;
+    server.batch(1);
+    REQUIRE(call_on(io, *pipeline));  // and the next connection works
 }
 
 TEST_CASE("CLIENT KILL with calls in flight: each call ends once, none is applied twice") {
