@@ -16,7 +16,8 @@ const std::string_view usage =
     "  --out        where to write the JSON results\n"
     "  --scenario   lock+unlock lock_all3+unlock try_lock_all3+unlock hold3+release\n"
     "               hold3+confirm ga_hold2+release contended_hold1 hold3_kept http_hold+release\n"
-    "               (default: all); http_hold+release: the ticketing server over HTTP\n"
+    "               http_hold+release_apart (default: all); http_hold+release: the ticketing\n"
+    "               server over HTTP; _apart: with Redis on a CPU of its own\n"
     "  --backend    memory redis redis-cluster by-hand floor raw node-redlock (default: all);\n"
     "               redis-cluster: a private Redis Cluster of 3 primaries and 3 replicas,\n"
     "               one event per caller (hold3+release only, at 64 callers unless --callers);\n"
@@ -28,7 +29,7 @@ const std::string_view usage =
     "               and hold3+release only, on memory, redis and redis-cluster)\n"
     "  --callers    concurrent callers, or async operations in flight (default: 1,16,64;\n"
     "               contended_hold1: 10,64; hold3_kept: 16; try_lock_all3+unlock and\n"
-    "               http_hold+release: 64 (HTTP connections);\n"
+    "               http_hold+release(_apart): 64 (HTTP connections);\n"
     "               async: 1,64,1024)\n"
     "  --seconds    measured time of each timed run (default 3)\n"
     "  --rounds     interleaved slices each timed run is cut into (default 3)\n";

@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "cpu_layout.hpp"
 #include "http_load.hpp"
 #include "http_server.hpp"
 #include "redis_server.hpp"
@@ -80,8 +81,7 @@ std::vector<Row> Run::measure(const std::function<void(const Row&)>& on_row) {
 // Every number of callers or operations in flight the scenario runs at, in order.
 std::vector<int> Run::callers_for(const ScenarioInfo& s) const {
     // HTTP connections: the 64 of the target.
-    if (s.id == Scenario::http_hold_release)
-        return o_.callers.empty() ? std::vector{64} : o_.callers;
+    if (over_http(s.id)) return o_.callers.empty() ? std::vector{64} : o_.callers;
     std::vector<int> all = blocking_callers(s);
     for (int n : async_in_flight(s)) {
         if (!contains(all, n)) all.push_back(n);
@@ -120,7 +120,7 @@ std::vector<int> Run::blocking_callers(const ScenarioInfo& s) const {
 
 std::vector<Run::Variant> Run::variants_of(const ScenarioInfo& s, int callers) const {
     std::vector<Variant> variants;
-    if (s.id == Scenario::http_hold_release) {
+    if (over_http(s.id)) {
         // The server calls seatlock asynchronously; its backend is the row's.
         if (!o_.wanted(Api::async)) return variants;
         if (o_.wanted(Kind::memory)) variants.push_back({Kind::memory, callers, false, Api::async});
@@ -187,7 +187,7 @@ std::vector<Row> Run::run_group(const ScenarioInfo& s, int callers) {
 
 Row Run::run_variant(const ScenarioInfo& s, const Variant& v, int rounds) {
     const Budget b = budget_for(s, v, rounds);
-    if (s.id == Scenario::http_hold_release) return run_http(s, v.kind, v.callers, b);
+    if (over_http(s.id)) return run_http(s, v.kind, v.callers, b);
     switch (v.kind) {
         case Kind::memory:
             return v.api == Api::async ? run_memory_async(s, v.callers, b)
@@ -558,7 +558,10 @@ Row Run::run_node_redlock(const ScenarioInfo& s, int callers, const Budget& b) {
 // The example server over HTTP, started for each slice: on the memory backend, or on this
 // run's redis-server. Its `connections` keep-alive connections run on one thread of this
 // process (http_load.hpp); the Redis counters and the server's CPU time are read around
-// the measured part. A server that is not built or fails gives a row that says so.
+// the measured part. A server that is not built or fails gives a row that says so, as does
+// http_hold+release_apart where one CPU is all there is. That scenario moves Redis to a
+// CPU of its own for the slice, and this thread, hence the server it starts, to the
+// others, whichever the backend: both rows give the server and its load the same CPUs.
 Row Run::run_http(const ScenarioInfo& s, Kind kind, int connections, const Budget& b) {
     Row row = empty_row(s, kind, Api::async, false);
     row.peer = PeerOutcome{};
@@ -568,10 +571,21 @@ Row Run::run_http(const ScenarioInfo& s, Kind kind, int connections, const Budge
         row.peer->not_run = "this build has no ticketing server (SEATLOCK_BUILD_EXAMPLES=OFF)";
         return row;
     }
+    if (const auto cpus = allowed_cpus().size();
+        s.id == Scenario::http_hold_release_apart && cpus < 2) {
+        // Not a failure of the server: this machine cannot give Redis a CPU of its own.
+        row.peer->not_run = fmt::format(
+            "needs two CPUs for Redis to have one of its own; this process may use {}", cpus);
+        return row;
+    }
     try {
-        // One HTTP thread per core: the server's requests never block them, so more would
-        // only take turns.
-        const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+        std::optional<RedisApart> apart;
+        if (s.id == Scenario::http_hold_release_apart)
+            apart.emplace(kind == Kind::redis ? std::optional<pid_t>(server_->pid())
+                                              : std::nullopt);
+        // One HTTP thread per core it may use: the server's requests never block them, so
+        // more would only take turns.
+        const auto threads = allowed_cpus().size();
         std::vector<std::string> args{"--backend", std::string(kind_name(kind)), "--threads",
                                       std::to_string(threads)};
         if (kind == Kind::redis) {

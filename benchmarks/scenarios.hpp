@@ -35,6 +35,7 @@ enum class Scenario {
     contended_hold,     ///< ten callers per seat try to hold it; the winner releases it
     hold_kept,          ///< hold 3 named seats and keep them: fills 100,000 seats, memory per seat
     http_hold_release,  ///< the ticketing server over HTTP: hold 1 place, release it (run.cpp)
+    http_hold_release_apart,  ///< the same with Redis on a CPU of its own (cpu_layout.hpp)
 };
 
 struct ScenarioInfo {
@@ -48,7 +49,7 @@ struct ScenarioInfo {
     bool may_refuse;     ///< callers get in each other's way: a refusal is an operation too
 };
 
-inline constexpr std::array<ScenarioInfo, 9> scenarios{{
+inline constexpr std::array<ScenarioInfo, 10> scenarios{{
     {Scenario::lock, "lock+unlock", "lock one key, unlock it", 2, 2, false, false},
     {Scenario::lock_all, "lock_all3+unlock", "lock 3 keys at once, unlock them", 2, 6, false,
      false},
@@ -68,7 +69,15 @@ inline constexpr std::array<ScenarioInfo, 9> scenarios{{
     {Scenario::http_hold_release, "http_hold+release",
      "the ticketing server over HTTP: hold 1 general-admission place, release it", 2, 0, false,
      false},
+    {Scenario::http_hold_release_apart, "http_hold+release_apart",
+     "the same, Redis on a CPU of its own, the server and the load on the others", 2, 0, false,
+     false},
 }};
+
+/// Whether the scenario is the example server's over HTTP (run.cpp's run_http).
+constexpr bool over_http(Scenario s) {
+    return s == Scenario::http_hold_release || s == Scenario::http_hold_release_apart;
+}
 
 inline const ScenarioInfo& info(Scenario s) {
     for (const auto& i : scenarios) {
@@ -191,6 +200,7 @@ public:
             case Scenario::hold_kept:
                 break;
             case Scenario::http_hold_release:
+            case Scenario::http_hold_release_apart:
                 return {};  // the server's own venue
         }
         auto seats_of = [&](int caller, std::vector<SeatSpec>& into) {
@@ -301,7 +311,8 @@ public:
             case Scenario::hold_kept:
                 break;
             case Scenario::http_hold_release:
-                throw std::logic_error("http_hold+release runs over HTTP, not in process");
+            case Scenario::http_hold_release_apart:
+                throw std::logic_error("the http scenarios run over HTTP, not in process");
         }
         // The scenarios that use seats up: every operation has its own seats (and, when
         // kept, its own buyer, so that the default 3-seat limit per buyer holds).

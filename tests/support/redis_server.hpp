@@ -50,6 +50,8 @@ public:
     std::string host() const { return "127.0.0.1"; }
     std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
     bool running() const { return pid_ > 0; }
+    /// The server's process id while it runs (-1 once stopped).
+    pid_t pid() const { return pid_; }
 
     /// Stops the server (SIGTERM, then waits for it).
     void stop() {
