@@ -62,8 +62,10 @@ std::vector<std::string> check(const Row& row) {
         }
         return problems;
     }
-    if (row.api == Api::async) {
-        // Pipelined: replies share writes, so count the function calls instead, one per step.
+    if (row.api == Api::async || (row.kind == Kind::redis && row.m.callers > 1)) {
+        // Pipelined (the async API, and blocking calls of several callers at once:
+        // RedisOptions::pipeline_blocking_calls): replies share writes, so count the
+        // function calls instead, one per step.
         const double requests = *row.requests_per_op();
         // The example server also polls for expired holds, one call every 250 ms
         // (drain_period, examples/ticketing_server/main.cpp): in a short run with few pairs

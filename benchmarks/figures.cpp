@@ -281,10 +281,12 @@ std::vector<Figure> figures(const std::vector<Row>& rows) {
 
     const auto* redis_kept = table.find(kept, Kind::redis, 16);
     const auto* by_hand_kept = table.find(kept, Kind::by_hand, 16);
+    // Requests, not replies: seatlock's 16 callers share writes (pipeline_blocking_calls),
+    // but each still waits for one request's answer per hold.
     out.push_back({"redis_round_trips_per_hold", "round trips per 3-seat hold, seatlock",
-                   per_op(redis_kept, &CounterDelta::replies)});
+                   redis_kept ? redis_kept->requests_per_op() : std::nullopt});
     out.push_back({"by_hand_round_trips_per_hold", "round trips per 3-seat hold, hand-written flow",
-                   per_op(by_hand_kept, &CounterDelta::replies)});
+                   by_hand_kept ? by_hand_kept->requests_per_op() : std::nullopt});
     out.push_back({"redis_commands_per_hold",
                    "Redis commands per 3-seat hold (with scripts'), seatlock",
                    per_op(redis_kept, &CounterDelta::commands)});

@@ -154,9 +154,9 @@ struct CounterDelta {
 
     /// The requests clients sent. A script call is always one, and so is a reply written to
     /// a client that waits for each reply. Every client measured here either waits for each
-    /// reply (seatlock's blocking backend, the hand-written baselines) or sends nothing but
-    /// scripts and functions (node-redlock, seatlock's asynchronous API), so the larger of
-    /// the two counts is the exact one.
+    /// reply (the hand-written baselines, seatlock's blocking backend with one caller) or
+    /// sends nothing but scripts and functions (node-redlock, seatlock's asynchronous API,
+    /// its blocking calls pipelined), so the larger of the two counts is the exact one.
     [[nodiscard]] std::uint64_t requests() const {
         std::uint64_t calls = 0;
         for (const auto& s : scripts) calls += s.calls;

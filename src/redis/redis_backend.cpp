@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <atomic>
 #include <functional>
+#include <future>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -554,9 +555,28 @@ struct RedisBackend::Impl {
         return mapped(std::move(reply), what);
     }
 
-    // A Call, the blocking way.
+    // Blocking calls in flight, on either path (perform).
+    std::atomic<int> blocking_in_flight{0};
+
+    // A Call, the blocking way: on a pooled connection when it is the only blocking call
+    // in flight, else (RedisOptions::pipeline_blocking_calls) on the pipelined
+    // connections, waiting for their answer, so that the calls of many threads share
+    // writes and reads.
     template <typename T>
     Result<T> perform(const Call<T>& call) {
+        struct InFlight {
+            std::atomic<int>& count;
+            ~InFlight() { count.fetch_sub(1, std::memory_order_relaxed); }
+        };
+        const bool others = blocking_in_flight.fetch_add(1, std::memory_order_relaxed) > 0;
+        const InFlight in_flight{blocking_in_flight};
+        if (others && options.pipeline_blocking_calls && !external_io &&
+            !io.get_executor().running_in_this_thread()) {
+            std::promise<Result<T>> answer;
+            auto future = answer.get_future();
+            start(Call<T>(call), [&answer](Result<T> r) { answer.set_value(std::move(r)); });
+            return future.get();
+        }
         Acks acks;
         auto reply = run(*call.script, call.keys, call.args, acks);
         if (!reply) return std::move(reply).error();

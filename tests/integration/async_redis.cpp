@@ -33,13 +33,6 @@ using seatlock::testing::RedisServer;
 
 namespace {
 
-long long info_field(RedisAdmin& admin, const std::string& section, const std::string& field) {
-    const std::string info = admin.text({"INFO", section});
-    const auto at = info.find(field + ":");
-    REQUIRE(at != std::string::npos);
-    return std::stoll(info.substr(at + field.size() + 1));
-}
-
 // 300 named seats S-1..S-300 and 10,000 general-admission places.
 seatlock::EventSpec big_event() {
     std::vector<seatlock::SeatSpec> seats;
@@ -85,7 +78,7 @@ TEST_CASE("1,000 holds in flight from one thread share the pipeline: several per
     BigEventOnRedis redis;
     auto& [server, backend, store, admin, io] = redis;
 
-    const auto reads_before = info_field(admin, "stats", "total_reads_processed");
+    const auto reads_before = admin.info_field("stats", "total_reads_processed");
     constexpr int calls = 1000;
     std::atomic<int> ok{0}, failed{0};
     {
@@ -101,7 +94,7 @@ TEST_CASE("1,000 holds in flight from one thread share the pipeline: several per
         std::this_thread::sleep_for(50ms);  // the backend's thread writes what it was handed
     }
     REQUIRE(run_until(io, [&] { return ok + failed == calls; }, 30s));
-    const auto reads = info_field(admin, "stats", "total_reads_processed") - reads_before;
+    const auto reads = admin.info_field("stats", "total_reads_processed") - reads_before;
     CHECK(ok == calls);
     MESSAGE(calls << " holds in " << reads << " server reads");
     // The INFO calls themselves are two reads; the holds must average 4 or more per read.
@@ -115,7 +108,7 @@ TEST_CASE("CLIENT KILL with 200 holds in flight: each ends once, none hangs, non
 
     // The server sleeps while the holds are written, so that they are in flight, sent and
     // unanswered, when their connection is killed.
-    const auto connections_before = info_field(admin, "stats", "total_connections_received");
+    const auto connections_before = admin.info_field("stats", "total_connections_received");
     RedisAdmin sleeper(server.port());
     sleeper.send({"DEBUG", "SLEEP", "0.3"});
     std::this_thread::sleep_for(30ms);
@@ -139,7 +132,7 @@ TEST_CASE("CLIENT KILL with 200 holds in flight: each ends once, none hangs, non
     REQUIRE(run_until(io, [&] { return completions == calls; }, 20s));
     // The pipeline's connection was killed and a new one carried the retries.
     RedisAdmin after(server.port());  // the kill closed every other admin connection too
-    CHECK(info_field(after, "stats", "total_connections_received") - connections_before >= 4);
+    CHECK(after.info_field("stats", "total_connections_received") - connections_before >= 4);
     int held = 0, unknown = 0;
     for (int i = 0; i < calls; ++i) {
         const auto& r = *results[static_cast<std::size_t>(i)];

@@ -136,14 +136,6 @@ bool is_integer(const Result<ReplyPtr>& r, long long value) {
     return r && (*r)->type == REDIS_REPLY_INTEGER && (*r)->integer == value;
 }
 
-// A field of INFO <section> ("total_reads_processed").
-long long info_field(RedisAdmin& admin, const std::string& section, const std::string& field) {
-    const std::string info = admin.text({"INFO", section});
-    const auto at = info.find(field + ":");
-    if (at == std::string::npos) throw std::runtime_error("INFO has no " + field);
-    return std::stoll(info.substr(at + field.size() + 1));
-}
-
 long long function_loads(RedisAdmin& admin) {
     const std::string info = admin.text({"INFO", "commandstats"});
     const std::string field = "cmdstat_function|load:calls=";
@@ -234,7 +226,7 @@ TEST_CASE("calls issued together share server reads and socket writes") {
     REQUIRE(call(pipeline, {"PING"}));  // connected: the count below is the calls' alone
 
     const auto before = pipeline.stats();
-    const long long reads_before = info_field(admin, "stats", "total_reads_processed");
+    const long long reads_before = admin.info_field("stats", "total_reads_processed");
     std::vector<std::thread> callers;
     for (std::size_t t = 0; t < threads; ++t) {
         callers.emplace_back([&, t] {
@@ -245,7 +237,7 @@ TEST_CASE("calls issued together share server reads and socket writes") {
     for (auto& c : callers) c.join();
     REQUIRE(outcomes.wait_all(30s));
     const long long server_reads =
-        info_field(admin, "stats", "total_reads_processed") - reads_before - 1;  // - this INFO
+        admin.info_field("stats", "total_reads_processed") - reads_before - 1;  // - this INFO
     const auto after = pipeline.stats();
 
     CHECK(outcomes.not_once() == 0);

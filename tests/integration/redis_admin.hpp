@@ -81,6 +81,13 @@ public:
             throw std::runtime_error("not an integer reply to " + std::string(*args.begin()));
         return r->integer;
     }
+    /// A number of INFO <section>: info_field("stats", "total_reads_processed").
+    long long info_field(std::string_view section, const std::string& field) {
+        const std::string info = text({"INFO", section});
+        const auto at = info.find(field + ":");
+        if (at == std::string::npos) throw std::runtime_error("INFO has no " + field);
+        return std::stoll(info.substr(at + field.size() + 1));
+    }
     void expect_ok(std::initializer_list<std::string_view> args) {
         if (text(args) != "OK") throw std::runtime_error("not OK: " + std::string(*args.begin()));
     }

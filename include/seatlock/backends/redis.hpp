@@ -25,6 +25,8 @@
 //
 // Thread-safe: calls share a pool of up to `pool_size` connections; a broken connection
 // is reconnected on its next use, with the command timeout, AUTH and SELECT applied again.
+// Blocking calls made while others are in flight share the pipelined connections below
+// instead (RedisOptions::pipeline_blocking_calls).
 //
 // The asynchronous API (SeatHoldStore::async_*, LockManager::async_*) reaches Redis
 // through async_run instead: the same function calls, sent on `async_connections`
@@ -89,6 +91,17 @@ struct RedisOptions {
     /// second at 64 in flight, docs/performance.md); calls then take them in turn, so two
     /// calls in flight at once may run in either order.
     std::size_t async_connections = 1;
+    /// Blocking calls made while another blocking call of this backend is in flight go on
+    /// the asynchronous API's pipelined connections (async_connections) and wait there for
+    /// their reply, instead of taking a pooled connection each: calls of many threads then
+    /// share socket writes and reads, and Redis reads them together (at 64 threads, about
+    /// twice the lock or hold pairs a second, and a quarter to a half of Redis's CPU per
+    /// pair: docs/performance.md). A call alone in flight keeps the pool's direct round
+    /// trip, the shortest. Results and errors are the asynchronous API's. false: every
+    /// blocking call takes a pooled connection. Never with an executor given to the
+    /// constructor (a call made on one of its threads would wait for that thread), nor for
+    /// a call made on the backend's own I/O thread: the pool then.
+    bool pipeline_blocking_calls = true;
     /// The first part of every key: 1 to 128 printable characters, no space, no `{` or `}`.
     std::string prefix = "seatlock";
     /// Replica-acknowledged writes. 0 (the default): a write is answered as soon as the
