@@ -1,7 +1,7 @@
 // tests/integration/blocking_pipeline.cpp: blocking calls of many threads in flight at once
 // share the backend's pipelined connection (RedisOptions::pipeline_blocking_calls): Redis
 // reads several of them at a time. One thread alone, or the option off, keeps a pooled
-// connection per call.
+// connection per call. Connections killed under such calls end each of them once.
 #include "redis_admin.hpp"
 #include "test_setup.hpp"
 
@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,15 +23,16 @@ namespace {
 constexpr int threads = 16;
 
 struct Venue {
-    explicit Venue(bool pipeline_blocking_calls)
-        : backend(options(server, pipeline_blocking_calls)),
+    explicit Venue(bool pipeline_blocking_calls, std::chrono::milliseconds command_timeout = 10s)
+        : backend(options(server, pipeline_blocking_calls, command_timeout)),
           store(backend, seatlock::testing::no_limit()),
           admin(server.port()) {
         store.create_event({"game1", "Game", {seatlock::ZoneSpec::general_admission("ga", 1000)}})
             .value();
     }
-    static seatlock::RedisOptions options(const RedisServer& server, bool pipelined) {
-        auto o = seatlock::testing::options_for(server);
+    static seatlock::RedisOptions options(const RedisServer& server, bool pipelined,
+                                          std::chrono::milliseconds command_timeout) {
+        auto o = seatlock::testing::options_for(server, command_timeout);
         o.pipeline_blocking_calls = pipelined;
         o.pool_size = threads;  // with the option off, every thread has a connection of its own
         return o;
@@ -93,4 +95,60 @@ TEST_CASE("one thread's blocking calls keep the pool: no pipelined connection is
         venue.store.release(hold.token).value();
     }
     CHECK(venue.admin.info_field("stats", "total_connections_received") == connections);
+}
+
+TEST_CASE("CLIENT KILL under 16 blocking holds in flight: each ends once, none hangs, none twice") {
+    Venue venue(true, 3s);
+    auto& [server, backend, store, admin] = venue;
+    // The server sleeps while the holds are written; the kill, queued ahead of them, runs
+    // when it wakes, with the holds read from their sockets or still in them.
+    const auto connections_before = admin.info_field("stats", "total_connections_received");
+    RedisAdmin sleeper(server.port());
+    sleeper.send({"DEBUG", "SLEEP", "0.3"});
+    std::this_thread::sleep_for(30ms);
+    RedisAdmin killer(server.port());
+    killer.send({"CLIENT", "KILL", "TYPE", "normal"});
+    std::this_thread::sleep_for(10ms);
+    std::vector<std::optional<seatlock::Result<seatlock::Hold>>> results(threads);
+    std::vector<std::thread> callers;
+    for (int i = 0; i < threads; ++i) {
+        callers.emplace_back([&store, &results, i] {
+            results[static_cast<std::size_t>(i)] = store.hold(
+                "game1", "buyer-" + std::to_string(i), seatlock::quantity("ga", 1));
+        });
+    }
+    for (auto& t : callers) t.join();  // a hung call would hang here (and time the test out)
+    int held = 0;
+    for (const auto& r : results) {
+        REQUIRE(r.has_value());
+        if (*r) {
+            ++held;
+        } else {
+            CHECK_MESSAGE((r->is(seatlock::errc::outcome_unknown) ||
+                           r->is(seatlock::errc::io_error) ||
+                           r->is(seatlock::errc::connection_failed)),
+                          r->error().message());
+        }
+    }
+    MESSAGE(held << " of " << threads << " held");
+    // The killed connections were made again: the sleeper's, the killer's, at least the
+    // pipelined one's again, and this INFO's.
+    RedisAdmin after(server.port());  // the kill closed `admin` too
+    CHECK(after.info_field("stats", "total_connections_received") - connections_before >= 4);
+    // Each call took one place at most (a lost reply is retried with the same token, which
+    // finds its hold), and every hold answered has its place.
+    const auto zone = store.seats("game1", std::string("ga")).value().at(0);
+    CHECK(zone.held >= held);
+    CHECK(zone.held <= threads);
+    // The connections work again, several threads at once.
+    std::atomic<int> again{0};
+    callers.clear();
+    for (int i = 0; i < threads; ++i) {
+        callers.emplace_back([&store, &again, i] {
+            if (store.hold("game1", "again-" + std::to_string(i), seatlock::quantity("ga", 1)))
+                ++again;
+        });
+    }
+    for (auto& t : callers) t.join();
+    CHECK(again == threads);
 }
