@@ -61,7 +61,6 @@ RedisApart::RedisApart(std::optional<pid_t> redis) : redis_(redis) {
     saved_ = mask_of(cpus);
     const int last = cpus.back();
     cpus.pop_back();
-    others_ = static_cast<int>(cpus.size());
     if (redis_) set_process_mask(*redis_, mask_of({last}));
     const cpu_set_t mine = mask_of(cpus);
     if (::sched_setaffinity(0, sizeof mine, &mine) != 0) {

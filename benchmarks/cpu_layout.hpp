@@ -26,13 +26,9 @@ public:
     RedisApart(const RedisApart&) = delete;
     RedisApart& operator=(const RedisApart&) = delete;
 
-    /// How many CPUs the calling thread now runs on.
-    [[nodiscard]] int others() const noexcept { return others_; }
-
 private:
     cpu_set_t saved_{};
     std::optional<pid_t> redis_;
-    int others_ = 0;
 };
 
 }  // namespace seatlock::bench

@@ -106,7 +106,7 @@ std::optional<double> http_pair_cpu_us(const Row* r) {
 
 // The figures of one HTTP scenario at 64 connections, named <prefix>_...
 void http_figures(const Rows& table, std::vector<Figure>& out, const std::string& scenario,
-                  const std::string& prefix, const std::string& title) {
+                  const std::string& prefix, const std::string& title, bool redis_shares_cores) {
     const auto* memory = measured(table.find(scenario, Kind::memory, 64, false, Api::async));
     const auto* redis = measured(table.find(scenario, Kind::redis, 64, false, Api::async));
     out.push_back({prefix + "_hold_release_64_redis_vs_memory",
@@ -133,7 +133,7 @@ void http_figures(const Rows& table, std::vector<Figure>& out, const std::string
     // Where Redis shares the cores, its CPU per pair comes on top of what a pair costs the
     // server and the load generator on memory: the ratio cannot pass this, even if talking
     // to Redis cost the server nothing (docs/performance.md#the-example-server-over-http).
-    if (prefix == "http") {
+    if (redis_shares_cores) {
         const auto memory_pair = http_pair_cpu_us(memory);
         const auto redis_cpu = server_us(redis);
         out.push_back({prefix + "_redis_vs_memory_cpu_bound_64",
@@ -275,9 +275,10 @@ std::vector<Figure> figures(const std::vector<Row>& rows) {
     // The example server over HTTP, on each backend, 64 keep-alive connections: what a
     // service built on seatlock gets from Redis beside keeping its seats in process. With
     // Redis on the server's cores, and with Redis on a CPU of its own (_apart).
-    http_figures(table, out, "http_hold+release", "http", "HTTP hold+release, 64 connections");
+    http_figures(table, out, "http_hold+release", "http", "HTTP hold+release, 64 connections",
+                 true);
     http_figures(table, out, "http_hold+release_apart", "http_apart",
-                 "HTTP hold+release, 64 connections, Redis on a CPU of its own");
+                 "HTTP hold+release, 64 connections, Redis on a CPU of its own", false);
 
     const auto* redis_kept = table.find(kept, Kind::redis, 16);
     const auto* by_hand_kept = table.find(kept, Kind::by_hand, 16);

@@ -94,13 +94,14 @@ struct RedisOptions {
     /// Blocking calls made while another blocking call of this backend is in flight go on
     /// the asynchronous API's pipelined connections (async_connections) and wait there for
     /// their reply, instead of taking a pooled connection each: calls of many threads then
-    /// share socket writes and reads, and Redis reads them together (at 64 threads, about
-    /// twice the lock or hold pairs a second, and a quarter to a half of Redis's CPU per
-    /// pair: docs/performance.md). A call alone in flight keeps the pool's direct round
-    /// trip, the shortest. Results and errors are the asynchronous API's. false: every
-    /// blocking call takes a pooled connection. Never with an executor given to the
-    /// constructor (a call made on one of its threads would wait for that thread), nor for
-    /// a call made on the backend's own I/O thread: the pool then.
+    /// share socket writes and reads, and Redis reads them together (at 64 threads,
+    /// measured: 1.7 to 2.2 times the lock pairs a second at a quarter to a third of Redis's
+    /// CPU per pair, 1.4 to 2.3 times the hold pairs at 0.4 to 0.9 of it:
+    /// docs/performance.md). A call alone in flight keeps the pool's direct round trip, the
+    /// shortest. Results and errors are the asynchronous API's. false: every blocking call
+    /// takes a pooled connection. Never with an executor given to the constructor (a call
+    /// made on one of its threads would wait for that thread), nor for a call made on the
+    /// backend's own I/O thread: the pool then.
     bool pipeline_blocking_calls = true;
     /// The first part of every key: 1 to 128 printable characters, no space, no `{` or `}`.
     std::string prefix = "seatlock";
