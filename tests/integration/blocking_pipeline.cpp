@@ -99,7 +99,9 @@ TEST_CASE("one thread's blocking calls keep the pool: no pipelined connection is
 
 TEST_CASE("CLIENT KILL under 16 blocking holds in flight: each ends once, none hangs, none twice") {
     Venue venue(true, 3s);
-    auto& [server, backend, store, admin] = venue;
+    auto& server = venue.server;
+    auto& store = venue.store;
+    auto& admin = venue.admin;
     // The server sleeps while the holds are written; the kill, queued ahead of them, runs
     // when it wakes, with the holds read from their sockets or still in them.
     const auto connections_before = admin.info_field("stats", "total_connections_received");
