@@ -50,7 +50,9 @@ std::string usage() {
 usage: seatlock-ticketing [flags]
 
   --backend memory|redis  where seats are held (default memory: one process only)
-  --redis-url URL         redis://[user:password@]host:port[/db] (default redis://127.0.0.1:6379)
+  --redis-url URL         redis://[user:password@]host:port[/db] (default redis://127.0.0.1:6379),
+                          or, on the same host, its Unix socket:
+                          unix://[user:password@]/path/redis.sock[?db=N]
                           or, on a Redis Cluster, redis+cluster://[user:password@]host:port,...
                           (seed nodes; the others are learnt from them)
                           or, behind Redis Sentinel,
@@ -88,8 +90,8 @@ std::variant<ServerOptions, EarlyExit> parse_options(const std::vector<std::stri
          [&](std::string_view v) -> std::optional<std::string> {
              // The backend reads the rest, and says what is wrong with it at start-up.
              if (!v.starts_with("redis://") && !v.starts_with("redis+cluster://") &&
-                 !v.starts_with("redis+sentinel://"))
-                 return "expects a redis://, redis+cluster:// or redis+sentinel:// URL";
+                 !v.starts_with("redis+sentinel://") && !v.starts_with("unix://"))
+                 return "expects a redis://, redis+cluster://, redis+sentinel:// or unix:// URL";
              options.redis_url = std::string(v);
              return std::nullopt;
          }},

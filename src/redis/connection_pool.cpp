@@ -166,9 +166,14 @@ void ConnectionPool::give_back(std::unique_ptr<Connection> connection) {
     available_.notify_one();
 }
 
+std::string where_of(const RedisOptions& options) {
+    if (!options.unix_socket.empty()) return "unix:" + options.unix_socket;
+    return options.host + ":" + std::to_string(options.port);
+}
+
 Result<void> ConnectionPool::connect(Connection& c) {
     if (c.ctx && !c.broken && !closed_by_peer(c.ctx->fd)) return {};
-    const std::string where = options_.host + ":" + std::to_string(options_.port);
+    const std::string where = where_of(options_);
     if (c.ctx && redisReconnect(c.ctx) != REDIS_OK) {
         const std::string reason = c.ctx->errstr;
         c.broken = true;
@@ -176,8 +181,11 @@ Result<void> ConnectionPool::connect(Connection& c) {
                        "cannot reconnect to Redis at " + where + ": " + reason);
     }
     if (!c.ctx) {
-        c.ctx = redisConnectWithTimeout(options_.host.c_str(), options_.port,
-                                        to_timeval(options_.connect_timeout));
+        c.ctx = options_.unix_socket.empty()
+                    ? redisConnectWithTimeout(options_.host.c_str(), options_.port,
+                                              to_timeval(options_.connect_timeout))
+                    : redisConnectUnixWithTimeout(options_.unix_socket.c_str(),
+                                                  to_timeval(options_.connect_timeout));
         if (!c.ctx || c.ctx->err) {
             const std::string reason = c.ctx ? c.ctx->errstr : "out of memory";
             if (c.ctx) redisFree(c.ctx);
@@ -191,7 +199,9 @@ Result<void> ConnectionPool::connect(Connection& c) {
         c.mark_broken();
         return Failure(errc::connection_failed, "cannot set the command timeout on " + where);
     }
-    redisEnableKeepAlive(c.ctx);
+    // TCP only: hiredis 0.14 sets TCP_KEEPIDLE too, which a Unix socket refuses
+    // (EOPNOTSUPP), and that leaves the context in error: its next command fails.
+    if (options_.unix_socket.empty()) redisEnableKeepAlive(c.ctx);
     c.broken = false;
     return handshake(c);
 }
@@ -217,7 +227,7 @@ Result<void> ConnectionPool::handshake(Connection& c) {
         }
         redisAppendCommandArgv(c.ctx, static_cast<int>(argv.size()), argv.data(), lengths.data());
     }
-    const std::string where = options_.host + ":" + std::to_string(options_.port);
+    const std::string where = where_of(options_);
     SigpipeGuard guard;
     for (const auto& command : commands) {
         void* raw = nullptr;

@@ -33,6 +33,12 @@ using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
 /// redirections and everything else (script_error), with the server's message.
 Failure error_reply_failure(std::string_view message, std::string_view what);
 
+/// The longest RedisOptions::unix_socket: sockaddr_un's path, less its terminating NUL.
+inline constexpr std::size_t max_unix_socket_path = 107;
+
+/// Where `options` connect, for messages: host:port, or unix:<path>.
+std::string where_of(const RedisOptions& options);
+
 class ConnectionPool {
     struct Connection;
 

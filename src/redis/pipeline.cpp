@@ -12,7 +12,9 @@
 #include <hiredis/hiredis.h>
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -34,6 +36,8 @@ namespace seatlock::redis_detail {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
+// A stream socket of either family: TCP, or a Unix domain socket (RedisOptions::unix_socket).
+using stream = asio::generic::stream_protocol;
 using Clock = std::chrono::steady_clock;
 using boost::system::error_code;
 
@@ -146,7 +150,7 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
     struct Link {
         explicit Link(const Strand& strand)
             : socket(strand), resolver(strand), connect_timer(strand), reply_timer(strand) {}
-        tcp::socket socket;
+        stream::socket socket;
         tcp::resolver resolver;
         asio::steady_timer connect_timer;
         asio::steady_timer reply_timer;
@@ -165,12 +169,12 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
 
     State(asio::any_io_executor executor, RedisOptions o)
         : options(std::move(o)),
-          where(options.host + ":" + std::to_string(options.port)),
+          where(where_of(options)),
           strand(asio::make_strand(std::move(executor))),
           retry_timer(strand) {}
 
     const RedisOptions options;
-    const std::string where;  // host:port, for messages
+    const std::string where;  // host:port or unix:<path>, for messages
     const Strand strand;
 
     // Held by every handler while it runs, and by the destructor: the destructor can fail
@@ -318,23 +322,34 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
             self->connect_failed("no connection within " +
                                  std::to_string(self->options.connect_timeout.count()) + " ms");
         });
+        auto on_connect = [self, l = link](error_code ec) {
+            std::lock_guard guard(self->mutex);
+            if (!self->current(l)) return;
+            if (ec)
+                self->connect_failed(ec.message());
+            else
+                self->connected();
+        };
+        if (!options.unix_socket.empty()) {
+            // The path's length was checked with the options: this cannot throw.
+            link->socket.async_connect(asio::local::stream_protocol::endpoint(options.unix_socket),
+                                       std::move(on_connect));
+            return;
+        }
         link->resolver.async_resolve(
             options.host, std::to_string(options.port),
-            [self, l = link](error_code ec, const tcp::resolver::results_type& endpoints) {
+            [self, l = link, on_connect](error_code ec, const tcp::resolver::results_type& found) {
                 std::lock_guard guard(self->mutex);
                 if (!self->current(l)) return;
                 if (ec) {
                     self->connect_failed(ec.message());
                     return;
                 }
+                std::vector<stream::endpoint> endpoints;
+                for (const auto& entry : found) endpoints.emplace_back(entry.endpoint());
                 asio::async_connect(l->socket, endpoints,
-                                    [self, l](error_code connect_ec, const tcp::endpoint&) {
-                                        std::lock_guard inner(self->mutex);
-                                        if (!self->current(l)) return;
-                                        if (connect_ec)
-                                            self->connect_failed(connect_ec.message());
-                                        else
-                                            self->connected();
+                                    [on_connect](error_code connect_ec, const stream::endpoint&) {
+                                        on_connect(connect_ec);
                                     });
             });
     }
@@ -351,8 +366,10 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
         error_code ignored;
         link->connect_timer.cancel();
         // The pipeline gathers its writes itself; Nagle's delay would only add latency.
-        link->socket.set_option(tcp::no_delay(true), ignored);
-        link->socket.set_option(asio::socket_base::keep_alive(true), ignored);
+        if (options.unix_socket.empty()) {
+            link->socket.set_option(tcp::no_delay(true), ignored);
+            link->socket.set_option(asio::socket_base::keep_alive(true), ignored);
+        }
         link->reader.reset(redisReaderCreate());
         if (!link->reader) throw std::bad_alloc();
         link->reader->maxbuf = reader_max_idle;

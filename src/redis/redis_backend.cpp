@@ -923,8 +923,20 @@ Result<void> check_options(const RedisOptions& o) {
     auto bad = [](const std::string& why) {
         return Failure(errc::invalid_argument, "RedisOptions: " + why);
     };
-    if (o.host.empty()) return bad("host is empty");
-    if (o.port <= 0 || o.port > 65535) return bad("port must be 1 to 65535");
+    if (!o.unix_socket.empty()) {
+        // sockaddr_un's path holds 108 bytes, the terminating NUL included.
+        if (o.unix_socket.size() > redis_detail::max_unix_socket_path ||
+            o.unix_socket.find('\0') != std::string::npos) {
+            return bad("unix_socket must be a path of at most " +
+                       std::to_string(redis_detail::max_unix_socket_path) + " bytes, without NUL");
+        }
+        if (!o.cluster_nodes.empty() || !o.sentinels.empty()) {
+            return bad("unix_socket names one server: not with cluster_nodes or sentinels");
+        }
+    } else {
+        if (o.host.empty()) return bad("host is empty");
+        if (o.port <= 0 || o.port > 65535) return bad("port must be 1 to 65535");
+    }
     if (o.db < 0) return bad("db must not be negative");
     if (o.pool_size == 0) return bad("pool_size must be at least 1");
     if (o.async_connections == 0) return bad("async_connections must be at least 1");

@@ -1,6 +1,7 @@
 // src/redis/redis_options.cpp: RedisOptions::from_url, for redis://[user:password@]host:port[/db],
-// redis+cluster://[user:password@]host:port[,host:port...] and
-// redis+sentinel://[user:password@]host[:port][,host[:port]...]/service[/db].
+// redis+cluster://[user:password@]host:port[,host:port...],
+// redis+sentinel://[user:password@]host[:port][,host[:port]...]/service[/db] and
+// unix://[user:password@]/path[?db=N].
 #include <seatlock/backends/redis.hpp>
 
 #include <charconv>
@@ -24,7 +25,8 @@ Failure bad_url(std::string_view url, const std::string& why) {
                    "bad Redis URL '" + shown + "': " + why +
                        " (expected redis://[user:password@]host:port[/db], "
                        "redis+cluster://[user:password@]host:port[,host:port...] or "
-                       "redis+sentinel://[user:password@]host:port[,host:port...]/service[/db])");
+                       "redis+sentinel://[user:password@]host:port[,host:port...]/service[/db] or "
+                       "unix://[user:password@]/path[?db=N])");
 }
 
 // A non-negative decimal number no larger than `max`; nullopt otherwise.
@@ -89,8 +91,10 @@ std::optional<std::string> parse_node(std::string_view authority, RedisNode& nod
 }
 
 // The query string's options, `name=value` joined by '&', into `options`; the reason
-// when one is unknown or its value bad.
-std::optional<std::string> apply_query(std::string_view query, RedisOptions& options) {
+// when one is unknown or its value bad. `with_db`: db=N is one of them (unix:// URLs,
+// whose path is the socket's).
+std::optional<std::string> apply_query(std::string_view query, RedisOptions& options,
+                                       bool with_db = false) {
     while (!query.empty()) {
         const auto amp = query.find('&');
         const std::string_view pair = query.substr(0, amp);
@@ -106,24 +110,79 @@ std::optional<std::string> apply_query(std::string_view query, RedisOptions& opt
             const auto ms = number(value, 86'400'000);
             if (!ms || *ms == 0) return "replica_ack_timeout_ms must be a number of milliseconds above 0";
             options.replica_ack_timeout = Millis(*ms);
+        } else if (with_db && name == "db") {
+            const auto db = number(value, std::numeric_limits<int>::max());
+            if (!db) return "db must be a number";
+            options.db = static_cast<int>(*db);
         } else {
             return "unknown option '" + std::string(name.substr(0, 40)) +
-                   "' (known: replicas_to_ack, replica_ack_timeout_ms)";
+                   "' (known: " + (with_db ? "db, " : "") +
+                   "replicas_to_ack, replica_ack_timeout_ms)";
         }
     }
     return std::nullopt;
 }
 
+// user:password or :password into `options`; the reason when it is neither.
+std::optional<std::string> apply_credentials(std::string_view userinfo, RedisOptions& options) {
+    const auto colon = userinfo.find(':');
+    if (colon == std::string_view::npos) return "credentials must be user:password or :password";
+    auto user = percent_decode(userinfo.substr(0, colon));
+    auto password = percent_decode(userinfo.substr(colon + 1));
+    if (!user || !password) return "a bad %-escape in the credentials";
+    if (password->empty()) return "the password is empty";
+    options.user = std::move(*user);
+    options.password = std::move(*password);
+    return std::nullopt;
+}
+
+// unix://[user:password@]/path[?db=N&...], `rest` what follows unix://. The path runs from
+// the first '/' to the '?' that starts the query, if any.
+Result<RedisOptions> from_unix_url(std::string_view url, std::string_view rest) {
+    RedisOptions options;
+    const auto path_start = rest.find('/');
+    if (path_start == std::string_view::npos) {
+        return bad_url(url,
+                       "no socket path: unix:// takes an absolute path, unix:///run/redis.sock");
+    }
+    if (path_start > 0) {
+        // Credentials end with the '@' just before the path.
+        if (rest[path_start - 1] != '@') {
+            return bad_url(url, "unix:// takes a path, not a host: unix:///run/redis.sock");
+        }
+        if (auto why = apply_credentials(rest.substr(0, path_start - 1), options)) {
+            return bad_url(url, *why);
+        }
+    }
+    std::string_view path = rest.substr(path_start);
+    const auto question = path.find('?');
+    if (question != std::string_view::npos) {
+        if (auto why = apply_query(path.substr(question + 1), options, true)) {
+            return bad_url(url, *why);
+        }
+        path = path.substr(0, question);
+    }
+    if (path.find('#') != std::string_view::npos)
+        return bad_url(url, "fragments are not supported");
+    options.unix_socket = std::string(path);
+    return options;
+}
+
 }  // namespace
 
 Result<RedisOptions> RedisOptions::from_url(std::string_view url) {
+    constexpr std::string_view unix_scheme = "unix://";
+    if (url.substr(0, unix_scheme.size()) == unix_scheme) {
+        return from_unix_url(url, url.substr(unix_scheme.size()));
+    }
     constexpr std::string_view scheme = "redis://";
     constexpr std::string_view cluster_scheme = "redis+cluster://";
     constexpr std::string_view sentinel_scheme = "redis+sentinel://";
     const bool cluster = url.substr(0, cluster_scheme.size()) == cluster_scheme;
     const bool sentinel = url.substr(0, sentinel_scheme.size()) == sentinel_scheme;
     if (!cluster && !sentinel && url.substr(0, scheme.size()) != scheme) {
-        return bad_url(url, "it must start with redis://, redis+cluster:// or redis+sentinel://");
+        return bad_url(
+            url, "it must start with redis://, redis+cluster://, redis+sentinel:// or unix://");
     }
     std::string_view rest = url.substr(cluster    ? cluster_scheme.size()
                                        : sentinel ? sentinel_scheme.size()
@@ -143,18 +202,9 @@ Result<RedisOptions> RedisOptions::from_url(std::string_view url) {
     RedisOptions options;
     if (auto why = apply_query(query, options)) return bad_url(url, *why);
     if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
-        const std::string_view userinfo = authority.substr(0, at);
+        if (auto why = apply_credentials(authority.substr(0, at), options))
+            return bad_url(url, *why);
         authority = authority.substr(at + 1);
-        const auto colon = userinfo.find(':');
-        if (colon == std::string_view::npos) {
-            return bad_url(url, "credentials must be user:password or :password");
-        }
-        auto user = percent_decode(userinfo.substr(0, colon));
-        auto password = percent_decode(userinfo.substr(colon + 1));
-        if (!user || !password) return bad_url(url, "a bad %-escape in the credentials");
-        if (password->empty()) return bad_url(url, "the password is empty");
-        options.user = std::move(*user);
-        options.password = std::move(*password);
     }
 
     if (cluster) {

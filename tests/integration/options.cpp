@@ -6,6 +6,33 @@
 using seatlock::errc;
 using seatlock::RedisOptions;
 
+namespace {
+
+// Whether the constructor refuses the default options as `change` leaves them.
+template <typename Change>
+bool refused(Change change) {
+    RedisOptions o;
+    change(o);
+    try {
+        seatlock::RedisBackend backend(o);
+    } catch (const seatlock::Error& e) {
+        return e.code() == seatlock::make_error_code(errc::invalid_argument);
+    }
+    return false;
+}
+
+// Every URL of `urls` is invalid_argument, its message naming `shown` (the forms expected).
+template <std::size_t N>
+void check_refused(const char* const (&urls)[N], const std::string& shown) {
+    for (const char* url : urls) {
+        auto o = RedisOptions::from_url(url);
+        CHECK_MESSAGE(o.is(errc::invalid_argument), "accepted: " << url);
+        if (!o) CHECK(o.error().detail.find(shown) != std::string::npos);
+    }
+}
+
+}  // namespace
+
 TEST_CASE("a full redis:// URL sets user, password, host, port and db") {
     auto o = RedisOptions::from_url("redis://ticketing:s3cret@cache.internal:6380/4").value();
     CHECK(o.user == "ticketing");
@@ -69,11 +96,7 @@ TEST_CASE("bad URLs are invalid_argument naming the problem, never echoing the p
         "redis://[::1]x:6379",
         "redis://a b:6379",
     };
-    for (const char* url : bad) {
-        auto o = RedisOptions::from_url(url);
-        CHECK_MESSAGE(o.is(errc::invalid_argument), "accepted: " << url);
-        if (!o) CHECK(o.error().detail.find("expected redis://") != std::string::npos);
-    }
+    check_refused(bad, "expected redis://");
     auto secret = RedisOptions::from_url("redis://u:hunter2@host:99999");
     REQUIRE(secret.is(errc::invalid_argument));
     CHECK(secret.error().detail.find("hunter2") == std::string::npos);
@@ -81,16 +104,6 @@ TEST_CASE("bad URLs are invalid_argument naming the problem, never echoing the p
 }
 
 TEST_CASE("options that can never work are refused by the constructor") {
-    auto refused = [](auto change) {
-        RedisOptions o;
-        change(o);
-        try {
-            seatlock::RedisBackend backend(o);
-        } catch (const seatlock::Error& e) {
-            return e.code() == seatlock::make_error_code(errc::invalid_argument);
-        }
-        return false;
-    };
     CHECK(refused([](RedisOptions& o) { o.host.clear(); }));
     CHECK(refused([](RedisOptions& o) { o.port = 0; }));
     CHECK(refused([](RedisOptions& o) { o.pool_size = 0; }));
@@ -101,4 +114,67 @@ TEST_CASE("options that can never work are refused by the constructor") {
     CHECK(refused([](RedisOptions& o) { o.prefix = "with space"; }));
     CHECK(refused([](RedisOptions& o) { o.prefix.clear(); }));
     CHECK_FALSE(refused([](RedisOptions& o) { o.prefix = "tickets:prod"; }));
+}
+
+TEST_CASE("a unix:// URL names the server's Unix domain socket, credentials and db") {
+    auto bare = RedisOptions::from_url("unix:///run/redis/redis-server.sock").value();
+    CHECK(bare.unix_socket == "/run/redis/redis-server.sock");
+    CHECK(bare.db == 0);
+    CHECK(bare.password.empty());
+
+    auto full =
+        RedisOptions::from_url("unix://app:p%40ss@/tmp/r.sock?db=3&replicas_to_ack=1").value();
+    CHECK(full.unix_socket == "/tmp/r.sock");
+    CHECK(full.user == "app");
+    CHECK(full.password == "p@ss");
+    CHECK(full.db == 3);
+    CHECK(full.replicas_to_ack == 1);
+
+    auto password_only = RedisOptions::from_url("unix://:pw@/tmp/r.sock").value();
+    CHECK(password_only.user.empty());
+    CHECK(password_only.password == "pw");
+
+    // TCP URLs leave it empty.
+    CHECK(RedisOptions::from_url("redis://localhost").value().unix_socket.empty());
+}
+
+TEST_CASE("bad unix:// URLs are invalid_argument naming the problem") {
+    const char* bad[] = {
+        "unix://",
+        "unix://localhost",
+        "unix://localhost/tmp/r.sock",
+        "unix://u:p@",
+        "unix://u@/tmp/r.sock",
+        "unix://u:@/tmp/r.sock",
+        "unix:///tmp/r.sock?db=x",
+        "unix:///tmp/r.sock?db=-1",
+        "unix:///tmp/r.sock?timeout=1",
+        "unix:///tmp/r.sock#x",
+    };
+    check_refused(bad, "unix://");
+    // db is an option of unix:// URLs only: redis:// says it after the last /.
+    CHECK(RedisOptions::from_url("redis://h:1?db=2").is(errc::invalid_argument));
+    auto secret = RedisOptions::from_url("unix://u:hunter2@/tmp/r.sock?db=x");
+    REQUIRE(secret.is(errc::invalid_argument));
+    CHECK(secret.error().detail.find("hunter2") == std::string::npos);
+}
+
+TEST_CASE("unix_socket: host and port unused, the path's length checked, one server only") {
+    CHECK_FALSE(refused([](RedisOptions& o) {
+        o.unix_socket = "/tmp/redis.sock";
+        o.host.clear();
+        o.port = 0;
+    }));
+    CHECK_FALSE(refused([](RedisOptions& o) { o.unix_socket = "/" + std::string(106, 'a'); }));
+    CHECK(refused([](RedisOptions& o) { o.unix_socket = "/" + std::string(107, 'a'); }));
+    CHECK(refused([](RedisOptions& o) { o.unix_socket = std::string("/tmp/a\0b", 8); }));
+    CHECK(refused([](RedisOptions& o) {
+        o.unix_socket = "/tmp/redis.sock";
+        o.cluster_nodes = {{"127.0.0.1", 7000}};
+    }));
+    CHECK(refused([](RedisOptions& o) {
+        o.unix_socket = "/tmp/redis.sock";
+        o.sentinels = {{"127.0.0.1", 26379}};
+        o.sentinel_service = "mymaster";
+    }));
 }

@@ -49,6 +49,9 @@ public:
     int port() const { return port_; }
     std::string host() const { return "127.0.0.1"; }
     std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+    /// The server's Unix domain socket (it listens on one beside its port, in its directory).
+    std::string unix_socket() const { return dir_ + "/redis.sock"; }
+    std::string unix_url() const { return "unix://" + unix_socket(); }
     bool running() const { return pid_ > 0; }
     /// The server's process id while it runs (-1 once stopped).
     pid_t pid() const { return pid_; }
@@ -120,6 +123,8 @@ private:
                                          "--save", "", "--appendonly", "no", "--dir", dir_,
                                          "--daemonize", "no", "--loglevel", "warning",
                                          "--logfile", dir_ + "/redis.log"};
+        // A Unix socket beside the port, for the tests of RedisOptions::unix_socket.
+        args.insert(args.end(), {"--unixsocket", unix_socket(), "--unixsocketperm", "700"});
         args.insert(args.end(), extra_.begin(), extra_.end());
         if (!config_file_.empty()) args.insert(args.begin() + 1, config_file_);
         // Everything the child needs is built before fork(): allocating in the child of a

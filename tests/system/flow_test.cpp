@@ -1,6 +1,6 @@
 // tests/system/flow_test.cpp: the whole ticketing flow over HTTP, on every storage the
 // server can use: list seats, hold, confirm, release, expire, cancel, and the SQLite
-// rows that follow each step.
+// rows that follow each step. The first flow also runs on Redis through its Unix socket.
 #include <thread>
 
 #include "system_test.hpp"
@@ -32,7 +32,7 @@ std::string token_of(const boost::json::object& hold) {
 }  // namespace
 
 TEST_CASE_TEMPLATE("held seats are paid once the hold is confirmed", Storage,
-                   SEATLOCK_SYSTEM_STORAGES) {
+                   SEATLOCK_SYSTEM_STORAGES_AND_UNIX_SOCKET) {
     Storage storage;
     TicketingServer server(on(storage));
     INFO(server.log());

@@ -32,8 +32,19 @@ struct RedisStorage {
         return {"--backend", "redis", "--redis-url", redis.url()};
     }
 };
+/// The same, the server reaching its redis-server through the Unix socket (unix://).
+struct RedisUnixSocketStorage {
+    RedisServer redis;
+    [[nodiscard]] std::vector<std::string> args() const {
+        return {"--backend", "redis", "--redis-url", redis.unix_url()};
+    }
+};
 #define SEATLOCK_SYSTEM_STORAGES seatlock::testing::MemoryStorage, seatlock::testing::RedisStorage
+/// Every storage, and Redis through its Unix socket as well: for the whole flow.
+#define SEATLOCK_SYSTEM_STORAGES_AND_UNIX_SOCKET \
+    SEATLOCK_SYSTEM_STORAGES, seatlock::testing::RedisUnixSocketStorage
 #else
+#define SEATLOCK_SYSTEM_STORAGES_AND_UNIX_SOCKET SEATLOCK_SYSTEM_STORAGES
 #define SEATLOCK_SYSTEM_STORAGES seatlock::testing::MemoryStorage
 #endif
 

@@ -61,6 +61,13 @@ struct RedisNode {
 struct RedisOptions {
     std::string host = "127.0.0.1";
     int port = 6379;
+    /// Empty: TCP to host:port. Otherwise the path of the server's Unix domain socket
+    /// (redis.conf's `unixsocket`), for a Redis on the same host: host and port are then
+    /// not used, and every connection, pooled or pipelined, goes through the socket file,
+    /// which spares the kernel's TCP work on both sides (docs/redis.md, "A Redis on the
+    /// same host"). At most 107 bytes (the length a socket address holds); one server only:
+    /// not with cluster_nodes or sentinels.
+    std::string unix_socket;
     /// Empty: one server, at host:port. Otherwise a Redis Cluster, whose slot map is learnt
     /// from these seed nodes (any of its nodes; host and port are then not used). Both API
     /// paths route on it; async_connections is then not used (one per primary).
@@ -127,6 +134,8 @@ struct RedisOptions {
     /// redis+sentinel://[user:password@]host[:port][,host[:port]...]/service[/db]: the
     /// sentinels (port 26379 by default) of the primary named `service`; user and password
     /// are the Redis servers' (the sentinels' own are sentinel_user and sentinel_password).
+    /// unix://[user:password@]/path/to/redis.sock[?db=N]: a server's Unix domain socket
+    /// (unix_socket), the path absolute; db, if any, in the query.
     /// Any of them may end with ?replicas_to_ack=N&replica_ack_timeout_ms=M (either or both).
     /// invalid_argument, naming what is wrong (never the password), for anything else.
     static Result<RedisOptions> from_url(std::string_view url);
