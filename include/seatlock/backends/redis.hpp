@@ -147,7 +147,8 @@ class RedisBackend {
 public:
     /// Never connects here, so it does not throw when the server is down; throws
     /// seatlock::Error (invalid_argument) for options that can never work (empty host,
-    /// bad port, pool_size 0, non-positive timeouts, a prefix with braces or spaces).
+    /// bad port, pool_size 0, non-positive timeouts, a prefix with braces or spaces, a
+    /// unix_socket path too long or given with cluster_nodes or sentinels).
     explicit RedisBackend(RedisOptions options);
     /// The same, with the asynchronous API's I/O (its pipelined connections, their
     /// timers, the parsing of replies) run by `executor` instead of a thread of the
