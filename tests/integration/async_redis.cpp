@@ -109,14 +109,9 @@ TEST_CASE("CLIENT KILL with 200 holds in flight: each ends once, none hangs, non
     // The server sleeps while the holds are written, so that they are in flight, sent and
     // unanswered, when their connection is killed.
     const auto connections_before = admin.info_field("stats", "total_connections_received");
-    RedisAdmin sleeper(server.port());
-    sleeper.send({"DEBUG", "SLEEP", "0.3"});
-    std::this_thread::sleep_for(30ms);
-    // Queued while the server sleeps, ahead of the holds: run when it wakes, with the holds
-    // read from their socket or still in it.
-    RedisAdmin killer(server.port());
-    killer.send({"CLIENT", "KILL", "TYPE", "normal"});
-    std::this_thread::sleep_for(10ms);
+    // The kill is queued while the server sleeps, ahead of the holds: it runs when the
+    // server wakes, with the holds read from their socket or still in it.
+    seatlock::testing::KillOnWake kill_on_wake(server.port());
     constexpr int calls = 200;
     std::vector<std::optional<Result<seatlock::Hold>>> results(calls);
     std::atomic<int> completions{0};

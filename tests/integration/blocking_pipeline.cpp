@@ -105,12 +105,7 @@ TEST_CASE("CLIENT KILL under 16 blocking holds in flight: each ends once, none h
     // The server sleeps while the holds are written; the kill, queued ahead of them, runs
     // when it wakes, with the holds read from their sockets or still in them.
     const auto connections_before = admin.info_field("stats", "total_connections_received");
-    RedisAdmin sleeper(server.port());
-    sleeper.send({"DEBUG", "SLEEP", "0.3"});
-    std::this_thread::sleep_for(30ms);
-    RedisAdmin killer(server.port());
-    killer.send({"CLIENT", "KILL", "TYPE", "normal"});
-    std::this_thread::sleep_for(10ms);
+    seatlock::testing::KillOnWake kill_on_wake(server.port());
     std::vector<std::optional<seatlock::Result<seatlock::Hold>>> results(threads);
     std::vector<std::thread> callers;
     for (int i = 0; i < threads; ++i) {

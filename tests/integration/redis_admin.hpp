@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cctype>
+#include <chrono>
 #include <csignal>
 #include <initializer_list>
 #include <map>
@@ -14,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace seatlock::testing {
@@ -169,6 +171,24 @@ public:
 
 private:
     pid_t pid_ = -1;
+};
+
+/// The redis-server on `port` made to sleep 0.3 s (DEBUG SLEEP), with CLIENT KILL TYPE
+/// normal queued behind the sleep: it runs when the server wakes, ahead of what clients
+/// write meanwhile, which is then in flight, read from its socket or still in it, when
+/// its connection is killed. Lives until the kill ran (its two connections stay open).
+class KillOnWake {
+public:
+    explicit KillOnWake(int port) : sleeper_(port), killer_(port) {
+        sleeper_.send({"DEBUG", "SLEEP", "0.3"});
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        killer_.send({"CLIENT", "KILL", "TYPE", "normal"});
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+
+private:
+    RedisAdmin sleeper_;
+    RedisAdmin killer_;
 };
 
 }  // namespace seatlock::testing

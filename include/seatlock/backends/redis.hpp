@@ -63,10 +63,11 @@ struct RedisOptions {
     int port = 6379;
     /// Empty: TCP to host:port. Otherwise the path of the server's Unix domain socket
     /// (redis.conf's `unixsocket`), for a Redis on the same host: host and port are then
-    /// not used, and every connection, pooled or pipelined, goes through the socket file,
-    /// which spares the kernel's TCP work on both sides (docs/redis.md, "A Redis on the
-    /// same host"). At most 107 bytes (the length a socket address holds); one server only:
-    /// not with cluster_nodes or sentinels.
+    /// not used, and every connection, pooled or pipelined, goes through the socket file:
+    /// no TCP port to open, the file's permissions decide who connects (measured about as
+    /// fast as loopback TCP: docs/redis.md, "A Redis on the same host"). At most 107 bytes
+    /// (the length a socket address holds); one server only: not with cluster_nodes or
+    /// sentinels.
     std::string unix_socket;
     /// Empty: one server, at host:port. Otherwise a Redis Cluster, whose slot map is learnt
     /// from these seed nodes (any of its nodes; host and port are then not used). Both API
