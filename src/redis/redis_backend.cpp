@@ -20,6 +20,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 
 #include <hiredis/hiredis.h>
 
@@ -52,6 +53,16 @@ std::string ms(Millis d) {
 
 WallTime wall(std::int64_t server_ms) {
     return WallTime(Millis(server_ms));
+}
+
+// Whether the calling thread is running `executor` (an io_context's, or a strand over one):
+// what RedisBackend(options, executors) routes calls by. False for other kinds.
+bool runs_here(const boost::asio::any_io_executor& executor) {
+    using Plain = boost::asio::io_context::executor_type;
+    if (const auto* plain = executor.target<Plain>()) return plain->running_in_this_thread();
+    if (const auto* strand = executor.target<boost::asio::strand<Plain>>())
+        return strand->get_inner_executor().running_in_this_thread();
+    return false;
 }
 
 // A reply that does not have the shape a script promises; turned into protocol_error.
@@ -295,8 +306,11 @@ Result<T> replicated(Result<T> result, const Acks& acks, int wanted, Millis time
 }  // namespace
 
 struct RedisBackend::Impl {
-    Impl(RedisOptions o, std::optional<boost::asio::any_io_executor> executor)
-        : options(std::move(o)), keys(options.prefix), pool(options), external_io(std::move(executor)) {
+    Impl(RedisOptions o, std::vector<boost::asio::any_io_executor> executors)
+        : options(std::move(o)),
+          keys(options.prefix),
+          pool(options),
+          external_io(std::move(executors)) {
         if (!options.cluster_nodes.empty())
             cluster = std::make_unique<redis_detail::ClusterRouter>(options);
         if (!options.sentinels.empty())
@@ -334,8 +348,9 @@ struct RedisBackend::Impl {
     boost::asio::io_context io{1};
     std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
     std::thread io_thread;
-    // Given by the caller (one server, not behind Sentinel): the pipelines run there, and no thread is started.
-    std::optional<boost::asio::any_io_executor> external_io;
+    // Given by the caller (one server, not behind Sentinel): the pipelines run there, and no
+    // thread is started. With several, each runs async_connections pipelines of its own.
+    std::vector<boost::asio::any_io_executor> external_io;
     std::once_flag started;
     std::vector<std::unique_ptr<redis_detail::Pipeline>> pipelines;  // one server
     std::atomic<std::size_t> next_pipeline{0};
@@ -346,9 +361,12 @@ struct RedisBackend::Impl {
 
     void start_io() {
         std::call_once(started, [this] {
-            if (external_io && !cluster && !sentinel) {
-                for (std::size_t i = 0; i < options.async_connections; ++i) {
-                    pipelines.push_back(std::make_unique<redis_detail::Pipeline>(*external_io, options));
+            if (!external_io.empty() && !cluster && !sentinel) {
+                for (const auto& executor : external_io) {
+                    for (std::size_t i = 0; i < options.async_connections; ++i) {
+                        pipelines.push_back(
+                            std::make_unique<redis_detail::Pipeline>(executor, options));
+                    }
                 }
                 return;
             }
@@ -370,8 +388,17 @@ struct RedisBackend::Impl {
     redis_detail::Pipeline* pipeline(redis_detail::Pipeline::Callback& done) {
         start_io();
         if (!sentinel) {
-            return pipelines[next_pipeline.fetch_add(1, std::memory_order_relaxed) % pipelines.size()]
-                .get();
+            const auto turn = next_pipeline.fetch_add(1, std::memory_order_relaxed);
+            if (external_io.size() > 1) {
+                // A caller on one of the executors' threads: that executor's own pipelines.
+                for (std::size_t e = 0; e < external_io.size(); ++e) {
+                    if (runs_here(external_io[e])) {
+                        const auto n = options.async_connections;
+                        return pipelines[e * n + turn % n].get();
+                    }
+                }
+            }
+            return pipelines[turn % pipelines.size()].get();
         }
         using Primary = redis_detail::SentinelRouter::Primary;
         Result<Primary> primary = Failure(errc::connection_failed, "no Redis primary known yet");
@@ -570,7 +597,7 @@ struct RedisBackend::Impl {
         };
         const bool others = blocking_in_flight.fetch_add(1, std::memory_order_relaxed) > 0;
         const InFlight in_flight{blocking_in_flight};
-        if (others && options.pipeline_blocking_calls && !external_io &&
+        if (others && options.pipeline_blocking_calls && external_io.empty() &&
             !io.get_executor().running_in_this_thread()) {
             std::promise<Result<T>> answer;
             auto future = answer.get_future();
@@ -1258,12 +1285,17 @@ Call<void> RedisBackend::Impl::ack_call(const std::string& event,
 
 RedisBackend::RedisBackend(RedisOptions options) {
     if (auto ok = check_options(options); !ok) throw Error(ok.error().code, ok.error().detail);
-    impl_ = std::make_unique<Impl>(std::move(options), std::nullopt);
+    impl_ = std::make_unique<Impl>(std::move(options), std::vector<boost::asio::any_io_executor>{});
 }
 
-RedisBackend::RedisBackend(RedisOptions options, boost::asio::any_io_executor executor) {
+RedisBackend::RedisBackend(RedisOptions options, boost::asio::any_io_executor executor)
+    : RedisBackend(std::move(options), std::vector{std::move(executor)}) {}
+
+RedisBackend::RedisBackend(RedisOptions options,
+                           std::vector<boost::asio::any_io_executor> executors) {
     if (auto ok = check_options(options); !ok) throw Error(ok.error().code, ok.error().detail);
-    impl_ = std::make_unique<Impl>(std::move(options), std::move(executor));
+    if (executors.empty()) throw Error(errc::invalid_argument, "no executor given");
+    impl_ = std::make_unique<Impl>(std::move(options), std::move(executors));
 }
 
 RedisBackend::~RedisBackend() = default;

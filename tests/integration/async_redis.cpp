@@ -11,6 +11,7 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/use_future.hpp>
 
 #include <doctest/doctest.h>
@@ -19,6 +20,7 @@
 #include <chrono>
 #include <future>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <thread>
@@ -240,4 +242,76 @@ TEST_CASE("a backend given the caller's executor does its I/O there, with no thr
     io_work.reset();
     io.run_for(1s);
     CHECK(io.stopped());  // nothing of the backend's was left to run
+}
+
+TEST_CASE(
+    "a backend over several executors sends each call on its caller's executor's connection") {
+    CHECK_THROWS_AS(
+        seatlock::RedisBackend(seatlock::RedisOptions{}, std::vector<asio::any_io_executor>{}),
+        seatlock::Error);
+
+    RedisServer server;
+    // `a` runs all along on a thread of its own; `b` only when the test runs it.
+    asio::io_context a(1), b(1);
+    auto a_work = asio::make_work_guard(a);
+    auto b_work = asio::make_work_guard(b);
+    std::thread a_thread([&] { a.run(); });
+    {
+        seatlock::RedisBackend backend(seatlock::testing::options_for(server, 10s),
+                                       {a.get_executor(), b.get_executor()});
+        seatlock::SeatHoldStore<seatlock::RedisBackend> store(backend,
+                                                              seatlock::testing::no_limit());
+        store.create_event(big_event()).value();
+        int seat = 0;
+        // A hold started by `start` (on whichever thread runs it), its handler on `a`.
+        auto hold_from = [&](auto executor) {
+            auto promise = std::make_shared<std::promise<std::future<Result<seatlock::Hold>>>>();
+            auto started = promise->get_future();
+            const auto id = "S-" + std::to_string(++seat);
+            asio::post(executor, [&store, promise, id, &a] {
+                promise->set_value(store.async_hold("game1", "buyer-" + id,
+                                                    seatlock::named_seats("named", {id}),
+                                                    asio::bind_executor(a, asio::use_future)));
+            });
+            return started;
+        };
+        auto ends_without_b = [](std::future<Result<seatlock::Hold>>& call) {
+            return call.wait_for(300ms) == std::future_status::ready;
+        };
+        auto finish_with_b = [&](std::future<Result<seatlock::Hold>>& call) {
+            while (call.wait_for(0s) != std::future_status::ready) b.run_one_for(100ms);
+            CHECK(call.get());
+        };
+
+        // Made on a's thread: a's connection, answered while b stands still.
+        auto on_a = hold_from(a.get_executor()).get();
+        CHECK(ends_without_b(on_a));
+        CHECK(on_a.get());
+
+        // Made on b's thread (and from a strand over b): b's connection, so it waits for b.
+        for (auto executor : {asio::any_io_executor(b.get_executor()),
+                              asio::any_io_executor(asio::make_strand(b))}) {
+            auto started = hold_from(executor);
+            while (started.wait_for(0s) != std::future_status::ready) b.run_one_for(100ms);
+            auto on_b = started.get();
+            CHECK_FALSE(ends_without_b(on_b));
+            finish_with_b(on_b);
+        }
+
+        // Made on a thread that runs neither: the calls take turns over both connections.
+        std::vector<std::future<Result<seatlock::Hold>>> elsewhere;
+        for (int i = 0; i < 6; ++i) {
+            elsewhere.push_back(
+                store.async_hold("game1", "elsewhere",
+                                 seatlock::named_seats("named", {"S-" + std::to_string(100 + i)}),
+                                 asio::bind_executor(a, asio::use_future)));
+        }
+        int answered_without_b = 0;
+        for (auto& call : elsewhere) answered_without_b += ends_without_b(call) ? 1 : 0;
+        CHECK(answered_without_b == 3);
+        for (auto& call : elsewhere) finish_with_b(call);
+    }
+    a_work.reset();
+    b_work.reset();
+    a_thread.join();
 }

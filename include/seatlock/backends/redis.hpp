@@ -158,6 +158,13 @@ public:
     /// and its context must outlive the backend; completions still go to each handler's
     /// own executor. On a Redis Cluster or behind Sentinel the backend keeps a thread of its own.
     RedisBackend(RedisOptions options, boost::asio::any_io_executor executor);
+    /// The same over several executors, each running its own async_connections pipelined
+    /// connections: a call made on a thread that runs one of them (an io_context's executor,
+    /// or a strand over one) goes on that executor's connections, so its reply is read and
+    /// its handler resumed on the caller's own thread; calls from elsewhere take turns over
+    /// all. For a service that runs one single-threaded io_context per core. Throws
+    /// seatlock::Error (invalid_argument) for an empty list, besides the above.
+    RedisBackend(RedisOptions options, std::vector<boost::asio::any_io_executor> executors);
     ~RedisBackend();
     RedisBackend(const RedisBackend&) = delete;
     RedisBackend& operator=(const RedisBackend&) = delete;
