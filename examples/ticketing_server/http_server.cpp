@@ -354,11 +354,11 @@ private:
 
 class HttpServer::Listener : public std::enable_shared_from_this<Listener> {
 public:
-    Listener(asio::io_context& ioc, const tcp::endpoint& endpoint,
+    Listener(std::vector<asio::io_context*> contexts, const tcp::endpoint& endpoint,
              std::shared_ptr<Connections> connections, Api& api, Metrics& metrics,
              const HttpLimits& limits)
-        : ioc_(ioc),
-          acceptor_(asio::make_strand(ioc)),
+        : contexts_(std::move(contexts)),
+          acceptor_(asio::make_strand(*contexts_.front())),
           retry_(acceptor_.get_executor()),
           connections_(std::move(connections)),
           api_(api),
@@ -388,7 +388,9 @@ public:
 private:
     void accept() {
         if (!acceptor_.is_open()) return;
-        acceptor_.async_accept(asio::make_strand(ioc_),
+        // Each connection on the next io_context in turn (on the acceptor's strand).
+        auto& ioc = *contexts_[next_context_++ % contexts_.size()];
+        acceptor_.async_accept(asio::make_strand(ioc),
                                beast::bind_front_handler(&Listener::on_accept, shared_from_this()));
     }
 
@@ -414,7 +416,8 @@ private:
         accept();
     }
 
-    asio::io_context& ioc_;
+    std::vector<asio::io_context*> contexts_;
+    std::size_t next_context_ = 0;
     tcp::acceptor acceptor_;
     asio::steady_timer retry_;
     std::shared_ptr<Connections> connections_;
@@ -423,10 +426,11 @@ private:
     HttpLimits limits_;
 };
 
-HttpServer::HttpServer(asio::io_context& ioc, const tcp::endpoint& endpoint, Api& api,
-                       Metrics& metrics, HttpLimits limits)
+HttpServer::HttpServer(std::vector<asio::io_context*> contexts, const tcp::endpoint& endpoint,
+                       Api& api, Metrics& metrics, HttpLimits limits)
     : connections_(std::make_shared<Connections>()),
-      listener_(std::make_shared<Listener>(ioc, endpoint, connections_, api, metrics, limits)) {}
+      listener_(std::make_shared<Listener>(std::move(contexts), endpoint, connections_, api,
+                                           metrics, limits)) {}
 
 HttpServer::~HttpServer() = default;
 

@@ -1,5 +1,5 @@
 // http_server.hpp: HttpServer, Boost.Beast HTTP/1.1 over Boost.Asio. Keep-alive
-// connections, served by however many threads run the io_context; every request is
+// connections, each on one of the server's io_contexts (given in turn); every request is
 // answered by Api::handle, a coroutine spawned on its connection's strand, so a request
 // that waits (for a lock, Redis or the database) holds no thread meanwhile.
 //
@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "api.hpp"
 #include "metrics.hpp"
@@ -37,10 +38,12 @@ struct HttpLimits {
 class HttpServer {
 public:
     /// Binds and listens on `endpoint` (port 0: any free port); throws
-    /// boost::system::system_error when it cannot. `api` and `metrics` must outlive
-    /// the io_context's handlers.
-    HttpServer(boost::asio::io_context& ioc, const boost::asio::ip::tcp::endpoint& endpoint,
-               Api& api, Metrics& metrics, HttpLimits limits = {});
+    /// boost::system::system_error when it cannot. The listener runs on the first of
+    /// `contexts` (at least one), each connection on the next of them in turn. `api` and
+    /// `metrics` must outlive the io_contexts' handlers.
+    HttpServer(std::vector<boost::asio::io_context*> contexts,
+               const boost::asio::ip::tcp::endpoint& endpoint, Api& api, Metrics& metrics,
+               HttpLimits limits = {});
     ~HttpServer();
     HttpServer(const HttpServer&) = delete;
     HttpServer& operator=(const HttpServer&) = delete;

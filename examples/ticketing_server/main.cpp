@@ -5,11 +5,13 @@
 // (exit 0). Exit 1 when it cannot start (database, venue, Redis, address in use),
 // 2 for a bad command line.
 //
-// Threads: --threads run the io_context, where every request and the expiry drain run as
-// coroutines that never block; the database has a thread of its own (database_pool.hpp).
-// The Redis backend's pipelined connection runs on the same io_context: a reply is read
-// and its request resumed on one thread, with no hand-over. Only the start-up, before the
-// server listens, waits for the storage (startup.hpp).
+// Threads: --threads single-threaded io_contexts, one thread each, where every request
+// and the expiry drain run as coroutines that never block; each HTTP connection stays on
+// one of them. The database has a thread of its own (database_pool.hpp). On Redis, each
+// io_context runs a pipelined connection of its own, which its requests use: a reply is
+// read and its request resumed on the thread that sent it, with no hand-over and no lock
+// shared between threads. Only the start-up, before the server listens, waits for the
+// storage (startup.hpp).
 #include <seatlock/any_backend.hpp>
 #include <seatlock/backends/memory.hpp>
 
@@ -34,6 +36,7 @@
 #include <csignal>
 #include <cstdio>
 #include <future>
+#include <memory>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -45,8 +48,8 @@ namespace asio = boost::asio;
 constexpr auto drain_period = std::chrono::milliseconds(250);
 constexpr auto shutdown_grace = std::chrono::seconds(10);
 
-seatlock::Result<seatlock::AnyBackend> make_backend(const ServerOptions& options,
-                                                    const asio::any_io_executor& executor) {
+seatlock::Result<seatlock::AnyBackend> make_backend(
+    const ServerOptions& options, const std::vector<asio::any_io_executor>& executors) {
     if (options.backend == BackendKind::memory) {
         return seatlock::AnyBackend::make<seatlock::MemoryBackend>();
     }
@@ -56,13 +59,13 @@ seatlock::Result<seatlock::AnyBackend> make_backend(const ServerOptions& options
     // Everything goes through the pipelined connection of the asynchronous API, but the
     // ping below: the blocking pool needs one connection.
     redis_options->pool_size = 1;
-    // Its connections run on the server's own threads (RedisBackend(options, executor)).
-    auto redis = std::make_shared<seatlock::RedisBackend>(std::move(*redis_options), executor);
+    // A connection on each of the server's io_contexts (RedisBackend(options, executors)).
+    auto redis = std::make_shared<seatlock::RedisBackend>(std::move(*redis_options), executors);
     // Fail at start, not at the first customer's request.
     if (auto ok = redis->ping(); !ok) return std::move(ok).error();
     return seatlock::AnyBackend(std::move(redis));
 #else
-    (void)executor;
+    (void)executors;
     return seatlock::Failure(
         seatlock::errc::invalid_argument,
         "this build has no Redis backend (configure with SEATLOCK_WITH_REDIS=ON)");
@@ -91,9 +94,17 @@ int serve(const ServerOptions& options) {
     }
     // Declared before everything that hands it work, so that it is destroyed last; kept
     // from stopping by itself until the end (startup.hpp says why).
-    asio::io_context ioc(static_cast<int>(options.threads));
-    const KeepRunning keep_running = asio::make_work_guard(ioc);
-    auto backend = make_backend(options, ioc.get_executor());
+    std::vector<std::unique_ptr<asio::io_context>> contexts;
+    std::vector<KeepRunning> keep_running;
+    std::vector<asio::any_io_executor> executors;
+    for (unsigned i = 0; i < options.threads; ++i) {
+        contexts.push_back(std::make_unique<asio::io_context>(1));
+        keep_running.push_back(asio::make_work_guard(*contexts.back()));
+        executors.push_back(contexts.back()->get_executor());
+    }
+    // The first also runs the start-up, the signals and the expiry drain.
+    asio::io_context& ioc = *contexts.front();
+    auto backend = make_backend(options, executors);
     if (!backend) {
         log("cannot use the {} backend: {}",
             options.backend == BackendKind::redis ? "redis" : "memory", backend.error().message());
@@ -106,7 +117,8 @@ int serve(const ServerOptions& options) {
     policy.max_seats_per_holder = 3;
     // Through the venue's view: a shared Redis may hold other servers' events too.
     Ticketing ticketing(venue_view(std::move(*backend), *events), policy, db, metrics);
-    if (auto created = run_to_end(ioc, keep_running, ticketing.create_events(*events)); !created) {
+    if (auto created = run_to_end(ioc, keep_running.front(), ticketing.create_events(*events));
+        !created) {
         log("cannot create the venue's events: {}", created.error().message());
         return 1;
     }
@@ -119,12 +131,14 @@ int serve(const ServerOptions& options) {
     });
     const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(options.listen_host),
                                            options.listen_port);
-    HttpServer server(ioc, endpoint, api, metrics);
+    std::vector<asio::io_context*> serving;
+    for (auto& context : contexts) serving.push_back(context.get());
+    HttpServer server(serving, endpoint, api, metrics);
     server.start();
     ExpiryDrain drain(ioc.get_executor(), ticketing, drain_period);
     std::vector<std::jthread> workers;
-    for (unsigned i = 0; i < options.threads; ++i)
-        workers.emplace_back([&ioc] { run_worker(ioc); });
+    for (auto& context : contexts)
+        workers.emplace_back([&context = *context] { run_worker(context); });
 
     const auto address = server.local_endpoint();
     log("listening on http://{}:{} (backend {}, database {}, hold ttl {} s, {} threads)",
@@ -143,7 +157,7 @@ int serve(const ServerOptions& options) {
         if (!server.wait_idle(shutdown_grace)) log("requests still running: stopping anyway");
     }
     drain.stop();
-    ioc.stop();
+    for (auto& context : contexts) context->stop();
     workers.clear();  // joins
     log("stopped");
     return 0;
