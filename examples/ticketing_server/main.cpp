@@ -49,7 +49,7 @@ constexpr auto drain_period = std::chrono::milliseconds(250);
 constexpr auto shutdown_grace = std::chrono::seconds(10);
 
 seatlock::Result<seatlock::AnyBackend> make_backend(
-    const ServerOptions& options, const std::vector<asio::any_io_executor>& executors) {
+    const ServerOptions& options, const std::vector<asio::io_context*>& contexts) {
     if (options.backend == BackendKind::memory) {
         return seatlock::AnyBackend::make<seatlock::MemoryBackend>();
     }
@@ -60,12 +60,14 @@ seatlock::Result<seatlock::AnyBackend> make_backend(
     // ping below: the blocking pool needs one connection.
     redis_options->pool_size = 1;
     // A connection on each of the server's io_contexts (RedisBackend(options, executors)).
+    std::vector<asio::any_io_executor> executors;
+    for (auto* context : contexts) executors.push_back(context->get_executor());
     auto redis = std::make_shared<seatlock::RedisBackend>(std::move(*redis_options), executors);
     // Fail at start, not at the first customer's request.
     if (auto ok = redis->ping(); !ok) return std::move(ok).error();
     return seatlock::AnyBackend(std::move(redis));
 #else
-    (void)executors;
+    (void)contexts;
     return seatlock::Failure(
         seatlock::errc::invalid_argument,
         "this build has no Redis backend (configure with SEATLOCK_WITH_REDIS=ON)");
@@ -94,17 +96,16 @@ int serve(const ServerOptions& options) {
     }
     // Declared before everything that hands it work, so that it is destroyed last; kept
     // from stopping by itself until the end (startup.hpp says why).
-    std::vector<std::unique_ptr<asio::io_context>> contexts;
+    std::vector<std::unique_ptr<asio::io_context>> owned;
+    std::vector<asio::io_context*> contexts;
     std::vector<KeepRunning> keep_running;
-    std::vector<asio::any_io_executor> executors;
     for (unsigned i = 0; i < options.threads; ++i) {
-        contexts.push_back(std::make_unique<asio::io_context>(1));
+        contexts.push_back(owned.emplace_back(std::make_unique<asio::io_context>(1)).get());
         keep_running.push_back(asio::make_work_guard(*contexts.back()));
-        executors.push_back(contexts.back()->get_executor());
     }
     // The first also runs the start-up, the signals and the expiry drain.
     asio::io_context& ioc = *contexts.front();
-    auto backend = make_backend(options, executors);
+    auto backend = make_backend(options, contexts);
     if (!backend) {
         log("cannot use the {} backend: {}",
             options.backend == BackendKind::redis ? "redis" : "memory", backend.error().message());
@@ -131,14 +132,11 @@ int serve(const ServerOptions& options) {
     });
     const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(options.listen_host),
                                            options.listen_port);
-    std::vector<asio::io_context*> serving;
-    for (auto& context : contexts) serving.push_back(context.get());
-    HttpServer server(serving, endpoint, api, metrics);
+    HttpServer server(contexts, endpoint, api, metrics);
     server.start();
     ExpiryDrain drain(ioc.get_executor(), ticketing, drain_period);
     std::vector<std::jthread> workers;
-    for (auto& context : contexts)
-        workers.emplace_back([&context = *context] { run_worker(context); });
+    for (auto* context : contexts) workers.emplace_back([context] { run_worker(*context); });
 
     const auto address = server.local_endpoint();
     log("listening on http://{}:{} (backend {}, database {}, hold ttl {} s, {} threads)",
@@ -157,7 +155,7 @@ int serve(const ServerOptions& options) {
         if (!server.wait_idle(shutdown_grace)) log("requests still running: stopping anyway");
     }
     drain.stop();
-    for (auto& context : contexts) context->stop();
+    for (auto* context : contexts) context->stop();
     workers.clear();  // joins
     log("stopped");
     return 0;

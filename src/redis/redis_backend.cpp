@@ -388,17 +388,23 @@ struct RedisBackend::Impl {
     redis_detail::Pipeline* pipeline(redis_detail::Pipeline::Callback& done) {
         start_io();
         if (!sentinel) {
-            const auto turn = next_pipeline.fetch_add(1, std::memory_order_relaxed);
+            // The pipelines to choose from: all, or, for a caller on one of several
+            // executors' threads, that executor's own.
+            std::size_t first = 0;
+            std::size_t count = pipelines.size();
             if (external_io.size() > 1) {
-                // A caller on one of the executors' threads: that executor's own pipelines.
                 for (std::size_t e = 0; e < external_io.size(); ++e) {
                     if (runs_here(external_io[e])) {
-                        const auto n = options.async_connections;
-                        return pipelines[e * n + turn % n].get();
+                        count = options.async_connections;
+                        first = e * count;
+                        break;
                     }
                 }
             }
-            return pipelines[turn % pipelines.size()].get();
+            // Turns are taken only among several: one pipeline needs no shared counter.
+            const auto turn =
+                count == 1 ? 0 : next_pipeline.fetch_add(1, std::memory_order_relaxed);
+            return pipelines[first + turn % count].get();
         }
         using Primary = redis_detail::SentinelRouter::Primary;
         Result<Primary> primary = Failure(errc::connection_failed, "no Redis primary known yet");
