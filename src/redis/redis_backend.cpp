@@ -1301,6 +1301,8 @@ RedisBackend::RedisBackend(RedisOptions options,
                            std::vector<boost::asio::any_io_executor> executors) {
     if (auto ok = check_options(options); !ok) throw Error(ok.error().code, ok.error().detail);
     if (executors.empty()) throw Error(errc::invalid_argument, "no executor given");
+    if (std::ranges::any_of(executors, [](const auto& executor) { return !executor; }))
+        throw Error(errc::invalid_argument, "an empty executor given (one that runs nothing)");
     impl_ = std::make_unique<Impl>(std::move(options), std::move(executors));
 }
 

@@ -249,6 +249,13 @@ TEST_CASE(
     CHECK_THROWS_AS(
         seatlock::RedisBackend(seatlock::RedisOptions{}, std::vector<asio::any_io_executor>{}),
         seatlock::Error);
+    // An empty executor would fail only at the first asynchronous call: refused at once.
+    asio::io_context unused;
+    CHECK_THROWS_AS(seatlock::RedisBackend(seatlock::RedisOptions{}, asio::any_io_executor{}),
+                    seatlock::Error);
+    CHECK_THROWS_AS(seatlock::RedisBackend(seatlock::RedisOptions{},
+                                           {unused.get_executor(), asio::any_io_executor{}}),
+                    seatlock::Error);
 
     RedisServer server;
     // `a` runs all along on a thread of its own; `b` only when the test runs it.

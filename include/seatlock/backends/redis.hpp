@@ -163,7 +163,8 @@ public:
     /// or a strand over one) goes on that executor's connections, so its reply is read and
     /// its handler resumed on the caller's own thread; calls from elsewhere take turns over
     /// all. For a service that runs one single-threaded io_context per core. Throws
-    /// seatlock::Error (invalid_argument) for an empty list, besides the above.
+    /// seatlock::Error (invalid_argument) for an empty list or an empty executor (one
+    /// that runs nothing; the single-executor constructor refuses it too), besides the above.
     RedisBackend(RedisOptions options, std::vector<boost::asio::any_io_executor> executors);
     ~RedisBackend();
     RedisBackend(const RedisBackend&) = delete;
