@@ -2,36 +2,23 @@
 // arguments are built and whose reply is read here; the rules live in lua/*.lua.
 //
 // Each operation is described once, as a Call: the function, its keys and arguments,
-// and how its reply reads. The blocking API sends a Call on a pooled hiredis connection
-// and waits; the asynchronous one (async_run) sends the same Call on a pipelined Asio
-// connection and reads the reply when it comes. The few operations of more than one
-// command (an event and its index; expired() walking every event) chain their Calls
-// the same way on both paths.
+// and how its reply reads. The driver (driver.hpp) sends it: the blocking API waits for
+// the reply; the asynchronous one (async_run) reads it when it comes. The few operations
+// of more than one command (an event and its index; expired() walking every event) chain
+// their Calls the same way on both paths.
 #include <seatlock/backends/redis.hpp>
 #include <seatlock/detail/text.hpp>
 #include <seatlock/redis/key_layout.hpp>
 
-#include "cluster.hpp"
-#include "connection_pool.hpp"
-#include "pipeline.hpp"
-#include "sentinel.hpp"
+#include "driver.hpp"
 #include "seatlock_redis_scripts.hpp"
-
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
-#include <atomic>
 #include <functional>
-#include <future>
 #include <map>
-#include <mutex>
 #include <stdexcept>
-#include <thread>
 #include <type_traits>
 
 namespace seatlock {
@@ -40,6 +27,7 @@ static_assert(Backend<RedisBackend>);
 
 namespace {
 
+using redis_detail::Acks;
 using redis_detail::ReplyPtr;
 using redis_scripts::Script;
 
@@ -53,16 +41,6 @@ std::string ms(Millis d) {
 
 WallTime wall(std::int64_t server_ms) {
     return WallTime(Millis(server_ms));
-}
-
-// Whether the calling thread is running `executor` (an io_context's, or a strand over one):
-// what RedisBackend(options, executors) routes calls by. False for other kinds.
-bool runs_here(const boost::asio::any_io_executor& executor) {
-    using Plain = boost::asio::io_context::executor_type;
-    if (const auto* plain = executor.target<Plain>()) return plain->running_in_this_thread();
-    if (const auto* strand = executor.target<boost::asio::strand<Plain>>())
-        return strand->get_inner_executor().running_in_this_thread();
-    return false;
 }
 
 // A reply that does not have the shape a script promises; turned into protocol_error.
@@ -132,12 +110,6 @@ Order read_order(const Reader& r, const std::string& event) {
                  r.texts(4), r.text(5), wall(r.integer(6)), r.integer(7) != 0};
 }
 
-// Whether `reply` is an error whose message starts with `prefix`.
-bool is_error(const redisReply& reply, std::string_view prefix) {
-    return reply.type == REDIS_REPLY_ERROR &&
-           std::string_view(reply.str, reply.len).substr(0, prefix.size()) == prefix;
-}
-
 // What event_create.lua answers: {1, spec_json, created, shown}.
 struct Stored {
     std::string spec_json;
@@ -198,15 +170,6 @@ Call<T> make_call(const Script& script, std::vector<std::string> keys, std::vect
     return Call<T>{&script, std::move(keys), std::move(args), std::move(read)};
 }
 
-// A reply, or the failure an error reply stands for.
-Result<ReplyPtr> mapped(Result<ReplyPtr> reply, std::string_view what) {
-    if (reply && (*reply)->type == REDIS_REPLY_ERROR) {
-        return redis_detail::error_reply_failure(std::string_view((*reply)->str, (*reply)->len),
-                                                 what);
-    }
-    return reply;
-}
-
 template <typename T>
 using Done = std::shared_ptr<detail::Completion<T>>;
 
@@ -214,53 +177,6 @@ template <typename T>
 Done<T> shared(detail::Completion<T> done) {
     return std::make_shared<detail::Completion<T>>(std::move(done));
 }
-
-// Replica-acknowledged writes (RedisOptions::replicas_to_ack): the scripts whose success a
-// caller acts on, each followed by WAIT. Reads, the expiry sweep and its acknowledgements
-// are not: losing them in a failover loses nothing a caller was told.
-bool waits_for_replicas(const Script& script) {
-    for (const Script* s : {&redis_scripts::hold, &redis_scripts::confirm, &redis_scripts::release,
-                            &redis_scripts::extend, &redis_scripts::cancel,
-                            &redis_scripts::restore_order, &redis_scripts::event_create,
-                            &redis_scripts::event_show, &redis_scripts::lock_acquire,
-                            &redis_scripts::lock_release, &redis_scripts::lock_extend,
-                            &redis_scripts::lock_fence}) {
-        if (s == &script) return true;
-    }
-    return false;
-}
-
-// Whether `reply` is a script's success, worth a WAIT: {1, ...}, or a positive bare
-// integer (lock_acquire's fencing token, the expiry of a new hold of named seats, the 1 of
-// release, lock_release and lock_extend). Not a refusal ({0, ...}), a lock no longer held
-// (0), nor lock_acquire's busy keys (an array of their indexes): those changed nothing.
-bool applied(const Script& script, const Result<ReplyPtr>& reply) {
-    if (!reply) return false;
-    const redisReply& r = **reply;
-    if (r.type == REDIS_REPLY_INTEGER) return r.integer > 0;
-    return &script != &redis_scripts::lock_acquire && r.type == REDIS_REPLY_ARRAY &&
-           r.elements > 0 && r.element[0]->type == REDIS_REPLY_INTEGER && r.element[0]->integer == 1;
-}
-
-// What WAIT said after one applied write.
-struct Acks {
-    bool asked = false;
-    long long count = 0;  // replicas that acknowledged
-    std::string trouble;  // why WAIT gave no count (no reply, or an error reply)
-
-    void read(const Result<ReplyPtr>& reply) {
-        asked = true;
-        if (!reply) {
-            trouble = reply.error().message();
-        } else if ((*reply)->type == REDIS_REPLY_INTEGER) {
-            count = (*reply)->integer;
-        } else if ((*reply)->type == REDIS_REPLY_ERROR) {
-            trouble = "Redis answered " + std::string((*reply)->str, (*reply)->len);
-        } else {
-            trouble = "Redis answered WAIT with something else than a number";
-        }
-    }
-};
 
 // What the applied write was, for the not_replicated failure: the caller learns what it
 // holds or owns even though the call failed.
@@ -307,197 +223,10 @@ Result<T> replicated(Result<T> result, const Acks& acks, int wanted, Millis time
 
 struct RedisBackend::Impl {
     Impl(RedisOptions o, std::vector<boost::asio::any_io_executor> executors)
-        : options(std::move(o)),
-          keys(options.prefix),
-          pool(options),
-          external_io(std::move(executors)) {
-        if (!options.cluster_nodes.empty())
-            cluster = std::make_unique<redis_detail::ClusterRouter>(options);
-        if (!options.sentinels.empty())
-            sentinel = std::make_unique<redis_detail::SentinelRouter>(options);
-    }
+        : keys(o.prefix), driver(std::move(o), std::move(executors)) {}
 
-    ~Impl() {
-        // The pipelines complete every pending call first; then the I/O thread ends.
-        pipelines.clear();
-        std::map<std::string, std::shared_ptr<redis_detail::Pipeline>> primaries;
-        {
-            std::lock_guard lock(primary_pipelines_mutex);
-            closing = true;  // a call sent again from here on fails instead
-            primaries.swap(primary_pipelines);
-        }
-        primaries.clear();
-        if (io_thread.joinable()) {
-            work.reset();
-            // On a cluster, calls pausing on a timer (TRYAGAIN) still end, with io_error,
-            // within that pause: the I/O thread runs until they have.
-            if (!cluster) io.stop();
-            io_thread.join();
-        }
-    }
-
-    RedisOptions options;
     redis_detail::KeyLayout keys;
-    redis_detail::ConnectionPool pool;  // one server (unused on a cluster)
-    std::unique_ptr<redis_detail::ClusterRouter> cluster;  // set on a Redis Cluster
-    std::unique_ptr<redis_detail::SentinelRouter> sentinel;  // set behind Redis Sentinel
-
-    // The asynchronous path: pipelined connections on an I/O thread of the backend's own,
-    // started by the first asynchronous call. Callers' handlers run on their own
-    // executors; this thread only writes, reads and parses.
-    boost::asio::io_context io{1};
-    std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
-    std::thread io_thread;
-    // Given by the caller (one server, not behind Sentinel): the pipelines run there, and no
-    // thread is started. With several, each runs async_connections pipelines of its own.
-    std::vector<boost::asio::any_io_executor> external_io;
-    std::once_flag started;
-    std::vector<std::unique_ptr<redis_detail::Pipeline>> pipelines;  // one server
-    std::atomic<std::size_t> next_pipeline{0};
-    // On a cluster: one pipeline per primary, by "host:port", made by the first call there.
-    std::mutex primary_pipelines_mutex;  // guards what follows
-    std::map<std::string, std::shared_ptr<redis_detail::Pipeline>> primary_pipelines;
-    bool closing = false;
-
-    void start_io() {
-        std::call_once(started, [this] {
-            if (!external_io.empty() && !cluster && !sentinel) {
-                for (const auto& executor : external_io) {
-                    for (std::size_t i = 0; i < options.async_connections; ++i) {
-                        pipelines.push_back(
-                            std::make_unique<redis_detail::Pipeline>(executor, options));
-                    }
-                }
-                return;
-            }
-            if (!cluster && !sentinel) {
-                for (std::size_t i = 0; i < options.async_connections; ++i) {
-                    pipelines.push_back(
-                        std::make_unique<redis_detail::Pipeline>(io.get_executor(), options));
-                }
-            }
-            work.emplace(io.get_executor());
-            io_thread = std::thread([this] { io.run(); });
-        });
-    }
-
-    // The pipeline the next call goes on. Behind Sentinel: the primary's (found first when
-    // needed, on the caller's thread: never on the I/O thread, which only takes the one
-    // known), and `done` learns to have the primary found again when its answer is a sign
-    // of a failover. Null when there is none: `done` was then told why.
-    redis_detail::Pipeline* pipeline(redis_detail::Pipeline::Callback& done) {
-        start_io();
-        if (!sentinel) {
-            // The pipelines to choose from: all, or, for a caller on one of several
-            // executors' threads, that executor's own.
-            std::size_t first = 0;
-            std::size_t count = pipelines.size();
-            if (external_io.size() > 1) {
-                for (std::size_t e = 0; e < external_io.size(); ++e) {
-                    if (runs_here(external_io[e])) {
-                        count = options.async_connections;
-                        first = e * count;
-                        break;
-                    }
-                }
-            }
-            // Turns are taken only among several: one pipeline needs no shared counter.
-            const auto turn =
-                count == 1 ? 0 : next_pipeline.fetch_add(1, std::memory_order_relaxed);
-            return pipelines[first + turn % count].get();
-        }
-        using Primary = redis_detail::SentinelRouter::Primary;
-        Result<Primary> primary = Failure(errc::connection_failed, "no Redis primary known yet");
-        if (!io.get_executor().running_in_this_thread()) {
-            primary = sentinel->primary();
-        } else if (auto known = sentinel->known()) {
-            primary = std::move(*known);
-        }
-        if (!primary) {
-            done(std::move(primary).error());
-            return nullptr;
-        }
-        auto p = pipeline_at(primary->host, primary->port);
-        if (!p) {
-            done(Failure(errc::io_error, "the backend was closed before the call was sent"));
-            return nullptr;
-        }
-        done = [router = sentinel.get(), generation = primary->generation,
-                done = std::move(done)](Result<ReplyPtr> reply) {
-            if (redis_detail::SentinelRouter::signals_failover(reply)) router->suspect(generation);
-            done(std::move(reply));
-        };
-        return p.get();  // kept in primary_pipelines until the backend is destroyed
-    }
-
-    // The pipeline to a cluster node; null once the backend is being destroyed.
-    std::shared_ptr<redis_detail::Pipeline> pipeline_at(const std::string& host, int port) {
-        std::lock_guard lock(primary_pipelines_mutex);
-        if (closing) return nullptr;
-        auto& p = primary_pipelines[host + ":" + std::to_string(port)];
-        if (!p) {
-            RedisOptions o = options;
-            o.host = host;
-            o.port = port;
-            p = std::make_shared<redis_detail::Pipeline>(io.get_executor(), std::move(o));
-        }
-        return p;
-    }
-
-    // One asynchronous call on a cluster, as the ClusterRouter's Route steers it: `send`
-    // puts it on a node's pipeline (ASKING first when asked), `done` gets the answer.
-    struct ClusterCall {
-        ClusterCall(redis_detail::ClusterRouter& router, std::optional<std::uint16_t> slot,
-                    std::string what, boost::asio::io_context& io)
-            : route(router, slot, std::move(what), false), timer(io) {}
-        redis_detail::ClusterRouter::Route route;
-        std::function<void(redis_detail::Pipeline&, bool asking, redis_detail::Pipeline::Callback)> send;
-        redis_detail::Pipeline::Callback done;
-        boost::asio::steady_timer timer;  // TRYAGAIN pauses, off the I/O thread's back
-    };
-
-    void route(std::span<const std::string> keys_, std::string what,
-               std::function<void(redis_detail::Pipeline&, bool, redis_detail::Pipeline::Callback)> send,
-               redis_detail::Pipeline::Callback done) {
-        auto slot = redis_detail::common_slot(keys_);
-        if (!slot) return done(std::move(slot).error());
-        start_io();
-        // The map is refreshed on callers' threads only: CLUSTER SLOTS blocks.
-        if (!io.get_executor().running_in_this_thread()) {
-            if (auto fresh = cluster->prepare(); !fresh) return done(std::move(fresh).error());
-        }
-        auto call = std::make_shared<ClusterCall>(*cluster, *slot, std::move(what), io);
-        call->send = std::move(send);
-        call->done = std::move(done);
-        send_on_cluster(std::move(call));
-    }
-
-    void send_on_cluster(std::shared_ptr<ClusterCall> call) {
-        auto next = call->route.next();
-        if (!next) return call->done(call->route.failure());
-        auto p = pipeline_at(next->host, next->port);
-        if (!p) {
-            return call->done(Failure(errc::io_error, call->route.failure().detail +
-                                                          ": the backend was closed before it was sent"));
-        }
-        call->send(*p, next->asking, [this, call](Result<ReplyPtr> reply) {
-            using Verdict = redis_detail::ClusterRouter::Route::Verdict;
-            switch (call->route.after(reply)) {
-                case Verdict::answer:
-                    return call->done(std::move(reply));
-                case Verdict::again:
-                    return send_on_cluster(call);
-                case Verdict::pause:
-                    call->timer.expires_after(call->route.pause());
-                    call->timer.async_wait([this, call](boost::system::error_code) {
-                        send_on_cluster(call);
-                    });
-                    return;
-                case Verdict::give_up:
-                    return call->done(call->route.failure());
-            }
-        });
-    }
+    redis_detail::Driver driver;
 
     // The four keys every hold script receives first (lua/common.lua, check_keys).
     std::vector<std::string> event_keys(const std::string& event) const {
@@ -508,113 +237,14 @@ struct RedisBackend::Impl {
         return out;
     }
 
-    // One command on `lease`, after ASKING when a Cluster's ASK redirection says so.
-    static Result<ReplyPtr> send(redis_detail::ConnectionPool::Lease& lease,
-                                 std::span<const std::string_view> argv, bool asking) {
-        if (asking) {
-            const std::vector<std::string_view> ask{"ASKING"};
-            auto ok = lease.command(ask);
-            if (!ok) return ok;
-            if ((*ok)->type == REDIS_REPLY_ERROR) return ok;
-        }
-        return lease.command(argv);
-    }
-
-    // FCALL of a library function on one connection. When the server lacks the library
-    // (a new server, a restart without persistence, FUNCTION FLUSH), FUNCTION LOAD on the
-    // same connection, then FCALL again: "Function not found" means nothing ran, so
-    // sending again is safe. A library another client loaded meanwhile is the same text.
-    static Result<ReplyPtr> fcall(redis_detail::ConnectionPool::Lease& lease,
-                                  std::span<const std::string_view> argv, bool asking) {
-        auto reply = send(lease, argv, asking);
-        // Twice at most: a FUNCTION FLUSH may land between the load and the call.
-        for (int tries = 0; tries < 2 && reply && is_error(**reply, "ERR Function not found");
-             ++tries) {
-            const std::vector<std::string_view> load{"FUNCTION", "LOAD", redis_scripts::library};
-            auto loaded = lease.command(load);
-            if (!loaded) return loaded;
-            if ((*loaded)->type == REDIS_REPLY_ERROR && !is_error(**loaded, "ERR Library")) {
-                return redis_detail::error_reply_failure(
-                    std::string_view((*loaded)->str, (*loaded)->len),
-                    "Redis FUNCTION LOAD " + std::string(redis_scripts::library_name));
-            }
-            reply = send(lease, argv, asking);
-        }
-        return reply;
-    }
-
-    // Sends `attempt` to the one server, or to the Cluster node serving `keys_`.
-    Result<ReplyPtr> dispatch(std::span<const std::string> keys_, std::string_view what,
-                              const redis_detail::ClusterRouter::Attempt& attempt) {
-        if (cluster) {
-            auto slot = redis_detail::common_slot(keys_);
-            if (!slot) return std::move(slot).error();
-            return cluster->run(*slot, what, attempt);
-        }
-        if (sentinel) {
-            return sentinel->run(
-                what, [&](redis_detail::ConnectionPool::Lease& lease) { return attempt(lease, false); });
-        }
-        auto lease = pool.lease();
-        if (!lease) return std::move(lease).error();
-        return attempt(*lease, false);
-    }
-
-    // WAIT's arguments, when `script`'s writes wait for replicas; empty otherwise.
-    std::vector<std::string> wait_argv(const Script& script) const {
-        if (options.replicas_to_ack <= 0 || !waits_for_replicas(script)) return {};
-        return {"WAIT", std::to_string(options.replicas_to_ack),
-                std::to_string(options.replica_ack_timeout.count())};
-    }
-
-    // Runs one operation: FCALL of its library function (loaded when missing); then, when
-    // it applied a write that waits for replicas, WAIT on the same connection into `acks`.
-    Result<ReplyPtr> run(const Script& script, const std::vector<std::string>& keys_,
-                         const std::vector<std::string>& args, Acks& acks) {
-        const std::string key_count = std::to_string(keys_.size());
-        std::vector<std::string_view> argv{"FCALL", script.function, key_count};
-        argv.reserve(3 + keys_.size() + args.size());
-        for (const auto& k : keys_) argv.emplace_back(k);
-        for (const auto& a : args) argv.emplace_back(a);
-        const std::vector<std::string> wait = wait_argv(script);
-        const std::vector<std::string_view> wait_view(wait.begin(), wait.end());
-        const std::string what = "Redis script " + std::string(script.name);
-        auto reply = dispatch(keys_, what, [&](redis_detail::ConnectionPool::Lease& lease,
-                                               bool asking) {
-            auto r = fcall(lease, argv, asking);
-            if (!wait.empty() && applied(script, r)) acks.read(lease.command(wait_view));
-            return r;
-        });
-        return mapped(std::move(reply), what);
-    }
-
-    // Blocking calls in flight, on either path (perform).
-    std::atomic<int> blocking_in_flight{0};
-
-    // A Call, the blocking way: on a pooled connection when it is the only blocking call
-    // in flight, else (RedisOptions::pipeline_blocking_calls) on the pipelined
-    // connections, waiting for their answer, so that the calls of many threads share
-    // writes and reads.
+    // A Call, the blocking way.
     template <typename T>
     Result<T> perform(const Call<T>& call) {
-        struct InFlight {
-            std::atomic<int>& count;
-            ~InFlight() { count.fetch_sub(1, std::memory_order_relaxed); }
-        };
-        const bool others = blocking_in_flight.fetch_add(1, std::memory_order_relaxed) > 0;
-        const InFlight in_flight{blocking_in_flight};
-        if (others && options.pipeline_blocking_calls && external_io.empty() &&
-            !io.get_executor().running_in_this_thread()) {
-            std::promise<Result<T>> answer;
-            auto future = answer.get_future();
-            start(Call<T>(call), [&answer](Result<T> r) { answer.set_value(std::move(r)); });
-            return future.get();
-        }
         Acks acks;
-        auto reply = run(*call.script, call.keys, call.args, acks);
+        auto reply = driver.fcall(*call.script, call.keys, call.args, acks);
         if (!reply) return std::move(reply).error();
-        return replicated(call.read(reply->get()), acks, options.replicas_to_ack,
-                          options.replica_ack_timeout, call.script->name);
+        return replicated(call.read(reply->get()), acks, driver.options().replicas_to_ack,
+                          driver.options().replica_ack_timeout, call.script->name);
     }
     template <typename T>
     Result<T> perform(Result<Call<T>> call) {
@@ -622,92 +252,26 @@ struct RedisBackend::Impl {
         return perform(*call);
     }
 
-    // A Call, the asynchronous way: `then` gets its result on the I/O thread (on a
-    // cluster, a call refused before it is sent gets it on the caller's thread).
+    // A Call, the asynchronous way: `then` gets its result on the driver's I/O thread (on
+    // a cluster, a call refused before it is sent gets it on the caller's thread).
     template <typename T, typename Then>
     void start(Call<T> call, Then then) {
         const Script& script = *call.script;
-        auto read = std::move(call.read);
         auto acks = std::make_shared<Acks>();
-        redis_detail::Pipeline::Callback done =
-            [name = script.name, read = std::move(read), acks, wanted = options.replicas_to_ack,
-             timeout = options.replica_ack_timeout,
+        driver.async_fcall(
+            script, std::move(call.keys), std::move(call.args), acks,
+            [name = script.name, read = std::move(call.read), acks,
+             wanted = driver.options().replicas_to_ack,
+             timeout = driver.options().replica_ack_timeout,
              then = std::make_shared<Then>(std::move(then))](Result<ReplyPtr> reply) {
-                auto r = mapped(std::move(reply), "Redis script " + std::string(name));
-                if (!r) return (*then)(Result<T>(std::move(r).error()));
-                (*then)(replicated(read(r->get()), *acks, wanted, timeout, name));
-            };
-        auto wait = std::make_shared<const std::vector<std::string>>(wait_argv(script));
-        if (cluster) {
-            // The keys are read for the slot before they move into the sender.
-            auto keys_ = std::make_shared<std::vector<std::string>>(std::move(call.keys));
-            auto args = std::make_shared<std::vector<std::string>>(std::move(call.args));
-            return route(*keys_, "Redis script " + std::string(script.name),
-                         [&script, keys_, args, wait, acks](redis_detail::Pipeline& p, bool asking,
-                                                             redis_detail::Pipeline::Callback cb) {
-                             p.fcall(script, *keys_, *args,
-                                     then_wait(p, script, wait, acks, std::move(cb)), asking);
-                         },
-                         std::move(done));
-        }
-        auto* target = pipeline(done);
-        if (!target) return;  // done was told why
-        auto& p = *target;
-        p.fcall(script, std::move(call.keys), std::move(call.args),
-                then_wait(p, script, wait, acks, std::move(done)));
-    }
-
-    // `done`, called after WAIT on `p` (the write's own connection) when the reply is an
-    // applied write and `wait` is not empty; WAIT's answer goes to `acks`.
-    static redis_detail::Pipeline::Callback then_wait(
-        redis_detail::Pipeline& p, const Script& script,
-        std::shared_ptr<const std::vector<std::string>> wait, std::shared_ptr<Acks> acks,
-        redis_detail::Pipeline::Callback done) {
-        if (wait->empty()) return done;
-        return [&p, &script, wait, acks, done = std::move(done)](Result<ReplyPtr> reply) {
-            if (!applied(script, reply)) return done(std::move(reply));
-            auto kept = std::make_shared<Result<ReplyPtr>>(std::move(reply));
-            p.exec(*wait, [acks, kept, done](Result<ReplyPtr> acked) {
-                acks->read(acked);
-                done(std::move(*kept));
+                if (!reply) return (*then)(Result<T>(std::move(reply).error()));
+                (*then)(replicated(read(reply->get()), *acks, wanted, timeout, name));
             });
-        };
     }
     template <typename T>
     void start(Result<Call<T>> call, detail::Completion<T> done) {
         if (!call) return done(std::move(call).error());
         start(std::move(*call), std::move(done));
-    }
-
-    // One plain command (not a script) on `key` (the command's only key), with its error
-    // reply mapped.
-    Result<ReplyPtr> plain(std::vector<std::string_view> argv, const std::string& key) {
-        const std::string what = "Redis " + std::string(argv.front());
-        const std::span<const std::string> keys_(&key, 1);
-        return mapped(dispatch(keys_, what,
-                               [&](redis_detail::ConnectionPool::Lease& lease, bool asking) {
-                                   return send(lease, argv, asking);
-                               }),
-                      what);
-    }
-    // The asynchronous plain command: argv[1] is its only key.
-    template <typename Then>
-    void start_plain(std::vector<std::string> argv, Then then) {
-        std::string what = "Redis " + argv.front();
-        redis_detail::Pipeline::Callback done =
-            [what, then = std::make_shared<Then>(std::move(then))](Result<ReplyPtr> reply) {
-                (*then)(mapped(std::move(reply), what));
-            };
-        if (cluster) {
-            auto command = std::make_shared<std::vector<std::string>>(std::move(argv));
-            return route(std::span<const std::string>(command->data() + 1, 1), std::move(what),
-                         [command](redis_detail::Pipeline& p, bool asking,
-                                   redis_detail::Pipeline::Callback cb) {
-                             p.exec(*command, std::move(cb), asking);
-                         },
-                         std::move(done));
-        }
-        if (auto* p = pipeline(done)) p->exec(std::move(argv), std::move(done));
     }
 
     // ------------------------------------------------------------------------------
@@ -717,7 +281,7 @@ struct RedisBackend::Impl {
     // a lock over keys of different groups is refused before anything is sent (even when
     // two groups happen to share a slot, so that the answer never depends on hashing).
     Result<void> one_group(std::span<const std::string> ks) const {
-        if (!cluster || ks.empty()) return {};
+        if (!driver.on_cluster() || ks.empty()) return {};
         const std::string first = redis_detail::KeyLayout::lock_tag(ks.front());
         for (const auto& key : ks) {
             if (redis_detail::KeyLayout::lock_tag(key) != first) {
@@ -821,8 +385,8 @@ struct RedisBackend::Impl {
         auto stored = perform(store_call(spec, hidden));
         if (!stored) return std::move(stored).error();
         if (stored->shown) {
-            auto indexed = plain({"HSET", keys.events_index(), spec.id, stored->spec_json},
-                                 keys.events_index());
+            auto indexed = driver.command({"HSET", keys.events_index(), spec.id, stored->spec_json},
+                                          keys.events_index());
             if (!indexed) return std::move(indexed).error();
         }
         return stored->created;
@@ -832,18 +396,19 @@ struct RedisBackend::Impl {
               [this, id = spec.id, done = shared(std::move(done))](Result<Stored> stored) {
                   if (!stored) return (*done)(std::move(stored).error());
                   if (!stored->shown) return (*done)(stored->created);
-                  start_plain({"HSET", keys.events_index(), id, stored->spec_json},
-                              [done, created = stored->created](Result<ReplyPtr> indexed) {
-                                  if (!indexed) return (*done)(std::move(indexed).error());
-                                  (*done)(created);
-                              });
+                  driver.async_command({"HSET", keys.events_index(), id, stored->spec_json},
+                                       [done, created = stored->created](Result<ReplyPtr> indexed) {
+                                           if (!indexed) return (*done)(std::move(indexed).error());
+                                           (*done)(created);
+                                       });
               });
     }
 
     Result<void> show_event(const std::string& event) {
         auto spec_json = perform(show_call(event));
         if (!spec_json) return std::move(spec_json).error();
-        auto indexed = plain({"HSET", keys.events_index(), event, *spec_json}, keys.events_index());
+        auto indexed =
+            driver.command({"HSET", keys.events_index(), event, *spec_json}, keys.events_index());
         if (!indexed) return std::move(indexed).error();
         return {};
     }
@@ -852,10 +417,11 @@ struct RedisBackend::Impl {
         if (!call) return done(std::move(call).error());
         start(std::move(*call), [this, event, done = shared(std::move(done))](Result<std::string> json) {
             if (!json) return (*done)(std::move(json).error());
-            start_plain({"HSET", keys.events_index(), event, *json}, [done](Result<ReplyPtr> indexed) {
-                if (!indexed) return (*done)(std::move(indexed).error());
-                (*done)({});
-            });
+            driver.async_command({"HSET", keys.events_index(), event, *json},
+                                 [done](Result<ReplyPtr> indexed) {
+                                     if (!indexed) return (*done)(std::move(indexed).error());
+                                     (*done)({});
+                                 });
         });
     }
 
@@ -876,7 +442,8 @@ struct RedisBackend::Impl {
     Result<std::vector<ExpiredHold>> expired(std::size_t limit, Millis redeliver_after) {
         std::vector<ExpiredHold> out;
         if (limit == 0) return out;
-        auto events = event_ids(plain({"HKEYS", keys.events_index()}, keys.events_index()));
+        auto events =
+            event_ids(driver.command({"HKEYS", keys.events_index()}, keys.events_index()));
         if (!events) return std::move(events).error();
         for (const auto& event : *events) {
             if (out.size() >= limit) break;
@@ -902,7 +469,7 @@ struct RedisBackend::Impl {
         walk->limit = limit;
         walk->redeliver_after = redeliver_after;
         walk->done = std::move(done);
-        start_plain({"HKEYS", keys.events_index()}, [this, walk](Result<ReplyPtr> ids) {
+        driver.async_command({"HKEYS", keys.events_index()}, [this, walk](Result<ReplyPtr> ids) {
             auto events = event_ids(ids);
             if (!events) return walk->done(std::move(events).error());
             walk->events = std::move(*events);
@@ -1309,24 +876,11 @@ RedisBackend::RedisBackend(RedisOptions options,
 RedisBackend::~RedisBackend() = default;
 
 const RedisOptions& RedisBackend::options() const noexcept {
-    return impl_->options;
+    return impl_->driver.options();
 }
 
 Result<void> RedisBackend::ping() {
-    const std::vector<std::string_view> argv{"PING"};
-    auto pong = [&](redis_detail::ConnectionPool::Lease& lease, bool) -> Result<ReplyPtr> {
-        auto reply = lease.command(argv);
-        if (!reply || (*reply)->type == REDIS_REPLY_ERROR) return reply;
-        if ((*reply)->type != REDIS_REPLY_STATUS ||
-            std::string_view((*reply)->str, (*reply)->len) != "PONG") {
-            return Failure(errc::protocol_error, "Redis answered PING with something else than PONG");
-        }
-        return reply;
-    };
-    if (impl_->cluster) return impl_->cluster->on_every_primary("Redis PING", pong);
-    auto reply = mapped(impl_->dispatch({}, "Redis PING", pong), "Redis PING");
-    if (!reply) return std::move(reply).error();
-    return {};
+    return impl_->driver.ping();
 }
 
 Result<std::uint64_t> RedisBackend::acquire_locks(std::span<const std::string> keys,
