@@ -21,6 +21,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -44,9 +45,10 @@ struct Acks {
 
 class Driver {
 public:
-    /// `executors` empty: asynchronous calls run on an I/O thread of the driver's own,
-    /// started by the first one. Otherwise (one server, not behind Sentinel) each executor
-    /// runs RedisOptions::async_connections pipelines of its own and no thread is started.
+    /// `executors` empty, or on a Redis Cluster or behind Sentinel: asynchronous calls run
+    /// on an I/O thread of the driver's own, started by the first one. Otherwise each
+    /// executor runs RedisOptions::async_connections pipelines of its own and no thread is
+    /// started.
     Driver(RedisOptions options, std::vector<boost::asio::any_io_executor> executors);
     /// Every pending asynchronous call ends first (with its reply, outcome_unknown or
     /// io_error); then the I/O thread, if any, is joined.
@@ -67,8 +69,9 @@ public:
                            const std::vector<std::string>& args, Acks& acks);
 
     /// The same, asynchronously: `done` gets the reply (after WAIT's answer has gone to
-    /// `acks`) on the I/O thread; on a cluster, a call refused before it is sent gets it on
-    /// the caller's thread.
+    /// `acks`) where the pipeline runs (the driver's I/O thread or a given executor); a
+    /// call refused before it is sent (no Cluster slot, no primary known) gets it on the
+    /// caller's thread.
     void async_fcall(const redis_scripts::Script& script, std::vector<std::string> keys,
                      std::vector<std::string> args, std::shared_ptr<Acks> acks,
                      Pipeline::Callback done);

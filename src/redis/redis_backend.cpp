@@ -252,8 +252,8 @@ struct RedisBackend::Impl {
         return perform(*call);
     }
 
-    // A Call, the asynchronous way: `then` gets its result on the driver's I/O thread (on
-    // a cluster, a call refused before it is sent gets it on the caller's thread).
+    // A Call, the asynchronous way: `then` gets its result where the driver hands replies
+    // over (Driver::async_fcall).
     template <typename T, typename Then>
     void start(Call<T> call, Then then) {
         const Script& script = *call.script;
