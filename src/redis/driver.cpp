@@ -43,6 +43,13 @@ std::string script_what(const Script& script) {
     return "Redis script " + std::string(script.name);
 }
 
+// The same for a script's reply: its name is spelled out only for an error.
+Result<ReplyPtr> mapped(Result<ReplyPtr> reply, const Script& script) {
+    if (reply && (*reply)->type == REDIS_REPLY_ERROR)
+        return mapped(std::move(reply), script_what(script));
+    return reply;
+}
+
 // Replica-acknowledged writes (RedisOptions::replicas_to_ack): the scripts whose success a
 // caller acts on, each followed by WAIT. Reads, the expiry sweep and its acknowledgements
 // are not: losing them in a failover loses nothing a caller was told.
@@ -106,11 +113,11 @@ Result<ReplyPtr> fcall_on(ConnectionPool::Lease& lease, std::span<const std::str
 }
 
 // `done`, called after WAIT on `p` (the write's own connection) when the reply is an
-// applied write and `wait` is not empty; WAIT's answer goes to `acks`.
+// applied write and there is a `wait` (null: none); WAIT's answer goes to `acks`.
 Pipeline::Callback then_wait(Pipeline& p, const Script& script,
                              std::shared_ptr<const std::vector<std::string>> wait,
                              std::shared_ptr<Acks> acks, Pipeline::Callback done) {
-    if (wait->empty()) return done;
+    if (!wait) return done;
     return [&p, &script, wait, acks, done = std::move(done)](Result<ReplyPtr> reply) {
         if (!applied(script, reply)) return done(std::move(reply));
         auto kept = std::make_shared<Result<ReplyPtr>>(std::move(reply));
@@ -368,11 +375,12 @@ Result<ReplyPtr> Driver::fcall_on_pipelines(const Script& script,
 void Driver::async_fcall(const Script& script, std::vector<std::string> keys,
                          std::vector<std::string> args, std::shared_ptr<Acks> acks,
                          Pipeline::Callback done) {
-    Pipeline::Callback answer = [what = script_what(script),
-                                 done = std::move(done)](Result<ReplyPtr> reply) {
-        done(mapped(std::move(reply), what));
+    Pipeline::Callback answer = [&script, done = std::move(done)](Result<ReplyPtr> reply) {
+        done(mapped(std::move(reply), script));
     };
-    auto wait = std::make_shared<const std::vector<std::string>>(wait_argv(script));
+    std::shared_ptr<const std::vector<std::string>> wait;
+    if (auto argv = wait_argv(script); !argv.empty())
+        wait = std::make_shared<const std::vector<std::string>>(std::move(argv));
     if (cluster_) {
         // The keys are read for the slot before they move into the sender.
         auto keys_ = std::make_shared<std::vector<std::string>>(std::move(keys));
