@@ -35,15 +35,16 @@ public:
     Result<std::vector<EventSpec>> events() { return impl_->events(); }
     Result<Hold> hold(const HoldCommand& c) { return impl_->hold(c); }
     Result<Order> confirm(const ConfirmCommand& c) { return impl_->confirm(c); }
-    Result<void> release(const std::string& t) { return impl_->release(t); }
+    Result<EventVersion> release(const std::string& t) { return impl_->release(t); }
     Result<Hold> extend(const std::string& t, Millis ttl, Millis max) { return impl_->extend(t, ttl, max); }
     Result<Order> cancel(const std::string& e, const std::string& o, const std::optional<std::string>& h) { return impl_->cancel(e, o, h); }
     Result<std::vector<ZoneState>> seats(const std::string& e, const std::optional<std::string>& z) { return impl_->seats(e, z); }
     Result<std::vector<ExpiredHold>> expired(std::size_t n, Millis r) { return impl_->expired(n, r); }
     Result<void> ack_expired(std::span<const std::string> t) { return impl_->ack_expired(t); }
-    Result<Recovery> begin_recovery(const EventSpec& s) { return impl_->begin_recovery(s); }
+    Result<Recovery> begin_recovery(const EventSpec& s, bool h) { return impl_->begin_recovery(s, h); }
     Result<Order> restore_order(const RestoreCommand& c) { return impl_->restore_order(c); }
-    Result<void> end_recovery(const std::string& e) { return impl_->end_recovery(e); }
+    Result<EventVersion> end_recovery(const std::string& e, EventVersion v) { return impl_->end_recovery(e, v); }
+    Result<EventVersion> version(const std::string& e) { return impl_->version(e); }
 
     /// The asynchronous path: the wrapped backend's async_run when it has one (Redis),
     /// else the step run in place (seatlock/detail/async.hpp).
@@ -55,10 +56,11 @@ public:
     void async_run(const op::events& o, detail::Completion<std::vector<EventSpec>> d) { impl_->async_run(o, std::move(d)); }
     void async_run(const op::begin_recovery& o, detail::Completion<Recovery> d) { impl_->async_run(o, std::move(d)); }
     void async_run(const op::restore_order& o, detail::Completion<Order> d) { impl_->async_run(o, std::move(d)); }
-    void async_run(const op::end_recovery& o, detail::Completion<void> d) { impl_->async_run(o, std::move(d)); }
+    void async_run(const op::end_recovery& o, detail::Completion<EventVersion> d) { impl_->async_run(o, std::move(d)); }
+    void async_run(const op::version& o, detail::Completion<EventVersion> d) { impl_->async_run(o, std::move(d)); }
     void async_run(const op::hold& o, detail::Completion<Hold> d) { impl_->async_run(o, std::move(d)); }
     void async_run(const op::confirm& o, detail::Completion<Order> d) { impl_->async_run(o, std::move(d)); }
-    void async_run(const op::release& o, detail::Completion<void> d) { impl_->async_run(o, std::move(d)); }
+    void async_run(const op::release& o, detail::Completion<EventVersion> d) { impl_->async_run(o, std::move(d)); }
     void async_run(const op::extend& o, detail::Completion<Hold> d) { impl_->async_run(o, std::move(d)); }
     void async_run(const op::cancel& o, detail::Completion<Order> d) { impl_->async_run(o, std::move(d)); }
     void async_run(const op::seats& o, detail::Completion<std::vector<ZoneState>> d) { impl_->async_run(o, std::move(d)); }
@@ -76,15 +78,16 @@ private:
         virtual Result<std::vector<EventSpec>> events() = 0;
         virtual Result<Hold> hold(const HoldCommand&) = 0;
         virtual Result<Order> confirm(const ConfirmCommand&) = 0;
-        virtual Result<void> release(const std::string&) = 0;
+        virtual Result<EventVersion> release(const std::string&) = 0;
         virtual Result<Hold> extend(const std::string&, Millis, Millis) = 0;
         virtual Result<Order> cancel(const std::string&, const std::string&, const std::optional<std::string>&) = 0;
         virtual Result<std::vector<ZoneState>> seats(const std::string&, const std::optional<std::string>&) = 0;
         virtual Result<std::vector<ExpiredHold>> expired(std::size_t, Millis) = 0;
         virtual Result<void> ack_expired(std::span<const std::string>) = 0;
-        virtual Result<Recovery> begin_recovery(const EventSpec&) = 0;
+        virtual Result<Recovery> begin_recovery(const EventSpec&, bool) = 0;
         virtual Result<Order> restore_order(const RestoreCommand&) = 0;
-        virtual Result<void> end_recovery(const std::string&) = 0;
+        virtual Result<EventVersion> end_recovery(const std::string&, EventVersion) = 0;
+        virtual Result<EventVersion> version(const std::string&) = 0;
 
         virtual void async_run(const op::acquire_locks&, detail::Completion<std::uint64_t>) = 0;
         virtual void async_run(const op::release_locks&, detail::Completion<bool>) = 0;
@@ -94,10 +97,11 @@ private:
         virtual void async_run(const op::events&, detail::Completion<std::vector<EventSpec>>) = 0;
         virtual void async_run(const op::begin_recovery&, detail::Completion<Recovery>) = 0;
         virtual void async_run(const op::restore_order&, detail::Completion<Order>) = 0;
-        virtual void async_run(const op::end_recovery&, detail::Completion<void>) = 0;
+        virtual void async_run(const op::end_recovery&, detail::Completion<EventVersion>) = 0;
+        virtual void async_run(const op::version&, detail::Completion<EventVersion>) = 0;
         virtual void async_run(const op::hold&, detail::Completion<Hold>) = 0;
         virtual void async_run(const op::confirm&, detail::Completion<Order>) = 0;
-        virtual void async_run(const op::release&, detail::Completion<void>) = 0;
+        virtual void async_run(const op::release&, detail::Completion<EventVersion>) = 0;
         virtual void async_run(const op::extend&, detail::Completion<Hold>) = 0;
         virtual void async_run(const op::cancel&, detail::Completion<Order>) = 0;
         virtual void async_run(const op::seats&, detail::Completion<std::vector<ZoneState>>) = 0;
@@ -116,15 +120,16 @@ private:
         Result<std::vector<EventSpec>> events() override { return b_->events(); }
         Result<Hold> hold(const HoldCommand& c) override { return b_->hold(c); }
         Result<Order> confirm(const ConfirmCommand& c) override { return b_->confirm(c); }
-        Result<void> release(const std::string& t) override { return b_->release(t); }
+        Result<EventVersion> release(const std::string& t) override { return b_->release(t); }
         Result<Hold> extend(const std::string& t, Millis ttl, Millis max) override { return b_->extend(t, ttl, max); }
         Result<Order> cancel(const std::string& e, const std::string& o, const std::optional<std::string>& h) override { return b_->cancel(e, o, h); }
         Result<std::vector<ZoneState>> seats(const std::string& e, const std::optional<std::string>& z) override { return b_->seats(e, z); }
         Result<std::vector<ExpiredHold>> expired(std::size_t n, Millis r) override { return b_->expired(n, r); }
         Result<void> ack_expired(std::span<const std::string> t) override { return b_->ack_expired(t); }
-        Result<Recovery> begin_recovery(const EventSpec& s) override { return b_->begin_recovery(s); }
+        Result<Recovery> begin_recovery(const EventSpec& s, bool h) override { return b_->begin_recovery(s, h); }
         Result<Order> restore_order(const RestoreCommand& c) override { return b_->restore_order(c); }
-        Result<void> end_recovery(const std::string& e) override { return b_->end_recovery(e); }
+        Result<EventVersion> end_recovery(const std::string& e, EventVersion v) override { return b_->end_recovery(e, v); }
+        Result<EventVersion> version(const std::string& e) override { return b_->version(e); }
 
         void async_run(const op::acquire_locks& o, detail::Completion<std::uint64_t> d) override { detail::start(*b_, o, std::move(d)); }
         void async_run(const op::release_locks& o, detail::Completion<bool> d) override { detail::start(*b_, o, std::move(d)); }
@@ -134,10 +139,11 @@ private:
         void async_run(const op::events& o, detail::Completion<std::vector<EventSpec>> d) override { detail::start(*b_, o, std::move(d)); }
         void async_run(const op::begin_recovery& o, detail::Completion<Recovery> d) override { detail::start(*b_, o, std::move(d)); }
         void async_run(const op::restore_order& o, detail::Completion<Order> d) override { detail::start(*b_, o, std::move(d)); }
-        void async_run(const op::end_recovery& o, detail::Completion<void> d) override { detail::start(*b_, o, std::move(d)); }
+        void async_run(const op::end_recovery& o, detail::Completion<EventVersion> d) override { detail::start(*b_, o, std::move(d)); }
+        void async_run(const op::version& o, detail::Completion<EventVersion> d) override { detail::start(*b_, o, std::move(d)); }
         void async_run(const op::hold& o, detail::Completion<Hold> d) override { detail::start(*b_, o, std::move(d)); }
         void async_run(const op::confirm& o, detail::Completion<Order> d) override { detail::start(*b_, o, std::move(d)); }
-        void async_run(const op::release& o, detail::Completion<void> d) override { detail::start(*b_, o, std::move(d)); }
+        void async_run(const op::release& o, detail::Completion<EventVersion> d) override { detail::start(*b_, o, std::move(d)); }
         void async_run(const op::extend& o, detail::Completion<Hold> d) override { detail::start(*b_, o, std::move(d)); }
         void async_run(const op::cancel& o, detail::Completion<Order> d) override { detail::start(*b_, o, std::move(d)); }
         void async_run(const op::seats& o, detail::Completion<std::vector<ZoneState>> d) override { detail::start(*b_, o, std::move(d)); }

@@ -142,6 +142,8 @@ struct Hold {
     HoldStatus status = HoldStatus::held;
     std::string order_id;   ///< the order that paid it, when status is confirmed
     bool replayed = false;  ///< true when an earlier hold call with the same idempotency key made it
+    /// The event's version after the step that answered (see EventVersion).
+    std::uint64_t version = 0;
 };
 
 /// A paid order: seats that stay the holder's until cancelled.
@@ -154,6 +156,8 @@ struct Order {
     std::string hold_token;
     WallTime paid_at;
     bool cancelled = false;
+    /// The event's version after the step that answered (see EventVersion).
+    std::uint64_t version = 0;
 };
 
 enum class SeatState { free, held, paid };
@@ -230,7 +234,16 @@ struct RestoreCommand {
 enum class Recovery {
     created,  ///< the event was missing: it now exists, hidden, with every seat free
     existed,  ///< the event was there (open, or hidden by another recovery): left as it was
+    /// The event was there, but the storage had gone back to older data (a rollback this
+    /// store detected): it is now hidden, as it stands, until end_recovery.
+    rolled_back,
 };
+
+/// Every event has a version: a counter that each step changing the event (hold,
+/// confirm, release, extend, cancel, the expiry of holds, recovery) raises by one in the
+/// same atomic step, and that every such step's result carries. A storage that answers
+/// with a version at or below one already seen went back to older data.
+using EventVersion = std::uint64_t;
 
 /// A confirm command. `late`: when the hold expired, take the same seats again if every
 /// one of them is still free (and the holder's limit allows), then pay them.
@@ -276,14 +289,24 @@ concept HoldBackend = requires(B& b, const EventSpec& spec, const HoldCommand& h
     /// same id fails with event_exists.
     { b.create_event(spec) } -> std::same_as<Result<void>>;
     { b.events() } -> std::same_as<Result<std::vector<EventSpec>>>;
-    /// Recovery after the storage lost an event. begin_recovery creates it hidden (every
-    /// call on it but these three then fails with unknown_event, and events() omits it)
-    /// unless it exists; restore_order marks an order's seats paid, idempotently
-    /// (seat_taken if another hold or order has one, order_conflict for an order id of
-    /// another hold); end_recovery shows the event (a no-op on a shown one).
-    { b.begin_recovery(spec) } -> std::same_as<Result<Recovery>>;
+    /// Recovery after the storage lost an event or went back to older data.
+    /// begin_recovery creates it hidden (every call on it but these three then fails with
+    /// unknown_event, and events() omits it) unless it exists; an existing one is left
+    /// as it is, or hidden as it stands when `hide_existing` (Recovery::rolled_back).
+    /// restore_order marks an order's seats paid, idempotently: seat_taken when another
+    /// order has one (or, on a shown event, a hold), order_conflict for an order id of
+    /// another hold (or, on a shown event, a hold of the order's token in storage). On a
+    /// hidden event (under recovery, whose storage may have gone back) the order wins: an
+    /// active hold on one of its seats ends as if it expired then (its holder's next call
+    /// gets hold_expired, expired() reports it), a hold of the order's token that is
+    /// not confirmed is replaced by the order, and an order the storage has cancelled is
+    /// paid again (the application's records say it is paid). end_recovery shows the event (a no-op on a shown one) and raises its version
+    /// above `at_least`; it answers the version.
+    { b.begin_recovery(spec, bool{}) } -> std::same_as<Result<Recovery>>;
     { b.restore_order(restore) } -> std::same_as<Result<Order>>;
-    { b.end_recovery(s) } -> std::same_as<Result<void>>;
+    { b.end_recovery(s, EventVersion{}) } -> std::same_as<Result<EventVersion>>;
+    /// The event's version now (unknown_event when it is missing or hidden). Changes nothing.
+    { b.version(s) } -> std::same_as<Result<EventVersion>>;
     /// All or nothing: seat_taken (items = the taken seats), sold_out (current = places
     /// left), limit_exceeded (limit, current), active_hold_exists, unknown_zone/seat.
     /// The token or the idempotency key of a remembered hold returns that hold, with its
@@ -294,8 +317,8 @@ concept HoldBackend = requires(B& b, const EventSpec& spec, const HoldCommand& h
     { b.confirm(confirm) } -> std::same_as<Result<Order>>;
     /// held -> free. Releasing a released or expired hold succeeds (a released hold is
     /// remembered for detail::released_memory_ms); a confirmed one fails with
-    /// hold_not_active.
-    { b.release(s) } -> std::same_as<Result<void>>;
+    /// hold_not_active. Answers the event's version after the step.
+    { b.release(s) } -> std::same_as<Result<EventVersion>>;
     /// Moves the expiry to now + ttl, capped at creation + max_lifetime.
     { b.extend(s, ttl, ttl) } -> std::same_as<Result<Hold>>;
     /// paid -> free (event, order id, and when given the holder that must own it:

@@ -48,8 +48,10 @@ enum class errc {
     script_error,       // the server rejected a function call (a bug or a malformed argument)
     outcome_unknown,    // sent, but the reply was lost: it may or may not have been applied
     storage_lost,       // the event existed and its storage lost it (a restart without
-                        // persistence, a failover to an empty replica): nothing was applied;
-                        // recover the event (SeatHoldStore::recover_event), then retry
+                        // persistence, a failover to an empty replica), or went back to
+                        // older data (a failover to a lagging replica, an older snapshot:
+                        // the event is fenced); recover the event
+                        // (SeatHoldStore::recover_event), then retry
     // Asynchronous calls.
     cancelled,  // the caller cancelled the call (an Asio cancellation slot) before it ended;
                 // a cancelled lock wait leaves no lock behind

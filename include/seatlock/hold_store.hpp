@@ -13,6 +13,11 @@
 // It also remembers the events it has seen (created, listed or used): when one of them
 // is then missing from the storage, the storage lost it, and calls fail with
 // storage_lost instead of unknown_event. recover_event() and restore_order() put it back.
+// And it remembers the highest version of each (EventVersion) that the storage answered:
+// an answer at or below a version seen before the call was sent means the storage went
+// back to older data (a failover to a lagging replica, an older snapshot). The call then
+// fails with storage_lost, and the event is fenced: every call on it fails the same way,
+// without reaching the storage, until it is recovered.
 //
 // Every operation has an asynchronous twin, async_<name>, taking the same arguments and
 // an Asio completion token (a callback, asio::use_awaitable, asio::use_future,
@@ -35,7 +40,10 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <map>
+#include <memory>
 #include <set>
+#include <type_traits>
 #include <shared_mutex>
 #include <unordered_set>
 #include <string>
@@ -100,6 +108,39 @@ public:
                           std::forward<Token>(token));
     }
 
+    /// The storage's version of `event`, after checking it against the highest version
+    /// this store has seen and against `at_least` (the highest version the application's
+    /// own records hold, e.g. of its last order). storage_lost when the storage is below
+    /// either: it went back to older data, and the event is fenced until recovered.
+    /// One read, changing nothing: cheap enough to probe every second.
+    Result<EventVersion> check_version(const std::string& event, EventVersion at_least = 0) {
+        return run(prepare_check_version(event, at_least));
+    }
+    template <typename Token>
+    auto async_check_version(const std::string& event, EventVersion at_least, Token&& token) {
+        return async_call(prepare_check_version(event, at_least), std::forward<Token>(token));
+    }
+
+    /// Fences `event` as check_version does when the storage went back: for an application
+    /// that found so by itself (its database refused to sell a seat twice). Every call on
+    /// the event then fails with storage_lost, saying `reason`, until recover_event,
+    /// restore_order and finish_recovery have repaired it.
+    void fence(const std::string& event, const std::string& reason) {
+        watch_of(event).fence(reason);
+    }
+
+    /// Whether `event` is fenced (see fence()).
+    [[nodiscard]] bool fenced(const std::string& event) const {
+        const Watch* w = find_watch(event);
+        return w && w->fenced.load(std::memory_order_acquire);
+    }
+
+    /// The highest version of `event` this store has seen the storage answer (0 before any).
+    [[nodiscard]] EventVersion seen_version(const std::string& event) const {
+        const Watch* w = find_watch(event);
+        return w ? w->version.load(std::memory_order_acquire) : 0;
+    }
+
     /// Holds seats for `holder` until now + ttl (default `policy().hold_ttl`); all or nothing.
     Result<Hold> hold(const std::string& event, const std::string& holder,
                       const HoldRequest& request, std::optional<Millis> ttl = std::nullopt) {
@@ -147,8 +188,8 @@ public:
     /// held -> free. Releasing a released hold again succeeds for 2 minutes after the
     /// release (then unknown_hold), and so does releasing an expired one; a confirmed
     /// one is hold_not_active (cancel the order instead). Later confirm and extend calls
-    /// on a released hold get hold_not_active.
-    Result<void> release(const std::string& token) { return run(prepare_release(token)); }
+    /// on a released hold get hold_not_active. Answers the event's version after it.
+    Result<EventVersion> release(const std::string& token) { return run(prepare_release(token)); }
     template <typename Token>
     auto async_release(const std::string& token, Token&& tok) {
         return async_call(prepare_release(token), std::forward<Token>(tok));
@@ -219,9 +260,15 @@ public:
     // it fails (storage_lost for stores that knew it), so nothing is sold before every
     // order is back. Several processes may recover one event at once: each restores
     // every order, then shows it.
+    //
+    // The same three calls repair an event whose storage went back to older data (this
+    // store fenced it): the event is hidden as it stands, every paid order is restored
+    // (an order restored on a seat that a later hold took wins, and the hold ends as if
+    // it expired), and finish_recovery raises its version above every version seen.
 
     /// Creates the event hidden, with every seat free, when the storage lacks it
-    /// (Recovery::created); leaves an existing one as it is (Recovery::existed).
+    /// (Recovery::created); hides an existing one as it stands when this store fenced it
+    /// (Recovery::rolled_back); leaves any other existing one as it is (Recovery::existed).
     Result<Recovery> recover_event(const EventSpec& spec) { return run(prepare_recover(spec)); }
     template <typename Token>
     auto async_recover_event(const EventSpec& spec, Token&& token) {
@@ -238,20 +285,23 @@ public:
         return async_call(prepare_restore(cmd), std::forward<Token>(token));
     }
 
-    /// Shows a recovered event again: calls on it work from now on.
-    Result<void> finish_recovery(const std::string& event) {
-        return run(prepare_finish_recovery(event));
+    /// Shows a recovered event again, and lifts this store's fence: calls on it work from
+    /// now on. Its version goes above `at_least` (the highest version the application's
+    /// records hold) and above every version this store has seen; answers the new one.
+    Result<EventVersion> finish_recovery(const std::string& event, EventVersion at_least = 0) {
+        return run(prepare_finish_recovery(event, at_least));
     }
     template <typename Token>
     auto async_finish_recovery(const std::string& event, Token&& token) {
-        return async_call(prepare_finish_recovery(event), std::forward<Token>(token));
+        return async_call(prepare_finish_recovery(event, 0), std::forward<Token>(token));
+    }
+    template <typename Token>
+    auto async_finish_recovery(const std::string& event, EventVersion at_least, Token&& token) {
+        return async_call(prepare_finish_recovery(event, at_least), std::forward<Token>(token));
     }
 
     /// True when this store saw `event` in the storage (created, listed or used it).
-    [[nodiscard]] bool knows(const std::string& event) const {
-        std::shared_lock lock(known_mutex_);
-        return known_.count(event) != 0;
-    }
+    [[nodiscard]] bool knows(const std::string& event) const { return find_watch(event) != nullptr; }
 
 private:
     // Each operation in three parts, shared by both ways of calling: prepare_* checks the
@@ -281,14 +331,21 @@ private:
         return op::restore_order{cmd};
     }
 
-    Result<op::end_recovery> prepare_finish_recovery(const std::string& event) const {
+    Result<op::end_recovery> prepare_finish_recovery(const std::string& event,
+                                                     EventVersion at_least) const {
         if (auto ok = validate_id("event", event); !ok) return std::move(ok).error();
-        return op::end_recovery{event};
+        return op::end_recovery{event, std::max(at_least, seen_version(event))};
     }
 
     Result<op::begin_recovery> prepare_recover(const EventSpec& spec) const {
         if (auto ok = validate(spec); !ok) return std::move(ok).error();
-        return op::begin_recovery{spec};
+        return op::begin_recovery{spec, fenced(spec.id)};
+    }
+
+    Result<op::version> prepare_check_version(const std::string& event,
+                                              EventVersion at_least) const {
+        if (auto ok = validate_id("event", event); !ok) return std::move(ok).error();
+        return op::version{event, at_least};
     }
 
     Result<op::create_event> prepare_create(const EventSpec& spec) const {
@@ -365,6 +422,37 @@ private:
         return op::ack_expired{{tokens.begin(), tokens.end()}};
     }
 
+    // What this store knows of one event: the highest version it saw, and its fence.
+    struct Watch {
+        explicit Watch(std::string e) : event(std::move(e)) {}
+        const std::string event;
+        std::atomic<EventVersion> version{0};
+        std::atomic<bool> fenced{false};
+        mutable std::mutex mutex;
+        std::string reason;  // why it is fenced
+
+        void raise(EventVersion v) {
+            EventVersion seen = version.load(std::memory_order_relaxed);
+            while (seen < v && !version.compare_exchange_weak(seen, v, std::memory_order_acq_rel)) {
+            }
+        }
+        void fence(std::string why) {
+            std::lock_guard lock(mutex);
+            if (!fenced.load(std::memory_order_relaxed)) reason = std::move(why);
+            fenced.store(true, std::memory_order_release);
+        }
+        void lift() {
+            std::lock_guard lock(mutex);
+            fenced.store(false, std::memory_order_release);
+            reason.clear();
+        }
+        Failure refusal() const {
+            std::lock_guard lock(mutex);
+            return Failure(errc::storage_lost,
+                           reason + "; the event is fenced until it is recovered", {event});
+        }
+    };
+
     // What each result means to the store: storage_lost for an event it knew, and the
     // events it has now seen. Each reads and, where it must, replaces the result in place:
     // a Hold or an Order is never moved on its way back to the caller.
@@ -383,6 +471,11 @@ private:
     void finish(const op::cancel& o, Result<T>& r) { on_event(o.event, r); }
     template <typename T>
     void finish(const op::seats& o, Result<T>& r) { on_event(o.event, r); }
+    template <typename T>
+    void finish(const op::version& o, Result<T>& r) {
+        on_event(o.event, r);
+        saw(o.event, r);
+    }
     template <typename T>
     void finish(const op::confirm& o, Result<T>& r) { on_token(o.cmd.token, r); }
     template <typename T>
@@ -403,6 +496,117 @@ private:
         if (r) seen(event);
     }
 
+    // ------------------------------------------------------------------------------------
+    // Versions. Each step on one event is compared with the highest version of the event
+    // this store had seen answered BEFORE the step was sent: an answer received earlier
+    // left the storage at that version or later, whatever order replies arrive in. A
+    // write raises the version, so its answer must be above; a read's must not be below.
+
+    // What a step is checked as: a write (raises the version), a read of the version, a
+    // read without one (only refused while fenced), a step of recovery (whose answers come
+    // from the storage being repaired: not checked), or nothing to do with versions.
+    enum class Kind { none, write, read, guarded, recovery, finish_recovery };
+
+    template <typename Op>
+    static constexpr Kind kind_of() {
+        if constexpr (std::is_same_v<Op, op::hold> || std::is_same_v<Op, op::confirm> ||
+                      std::is_same_v<Op, op::release> || std::is_same_v<Op, op::extend> ||
+                      std::is_same_v<Op, op::cancel>) {
+            return Kind::write;
+        } else if constexpr (std::is_same_v<Op, op::version>) {
+            return Kind::read;
+        } else if constexpr (std::is_same_v<Op, op::seats>) {
+            return Kind::guarded;
+        } else if constexpr (std::is_same_v<Op, op::begin_recovery> ||
+                             std::is_same_v<Op, op::restore_order>) {
+            return Kind::recovery;
+        } else if constexpr (std::is_same_v<Op, op::end_recovery>) {
+            return Kind::finish_recovery;
+        } else {
+            return Kind::none;
+        }
+    }
+
+    static std::string_view event_of(const op::hold& o) { return o.cmd.event; }
+    static std::string_view event_of(const op::confirm& o) { return token_event(o.cmd.token); }
+    static std::string_view event_of(const op::release& o) { return token_event(o.token); }
+    static std::string_view event_of(const op::extend& o) { return token_event(o.token); }
+    static std::string_view event_of(const op::cancel& o) { return o.event; }
+    static std::string_view event_of(const op::seats& o) { return o.event; }
+    static std::string_view event_of(const op::version& o) { return o.event; }
+    static std::string_view event_of(const op::begin_recovery& o) { return o.spec.id; }
+    static std::string_view event_of(const op::restore_order& o) { return o.cmd.event; }
+    static std::string_view event_of(const op::end_recovery& o) { return o.event; }
+    template <typename Op>
+    static std::string_view event_of(const Op&) { return {}; }
+
+    static EventVersion version_in(const Hold& h) { return h.version; }
+    static EventVersion version_in(const Order& o) { return o.version; }
+    static EventVersion version_in(EventVersion v) { return v; }
+    template <typename T>
+    static EventVersion version_in(const T&) { return 0; }
+
+    // A step about to be sent: its event's watch (null for an event not seen yet) and the
+    // highest version seen then.
+    struct Sent {
+        Watch* watch = nullptr;
+        EventVersion before = 0;
+    };
+
+    // Before a step is sent: the refusal of a fenced event, or what its answer is checked
+    // against.
+    template <typename Op>
+    Result<Sent> send(const Op& step) {
+        constexpr Kind kind = kind_of<Op>();
+        if constexpr (kind == Kind::none) {
+            return Sent{};
+        } else {
+            Watch* w = cached_watch(event_of(step));
+            if (!w) return Sent{};
+            if constexpr (kind == Kind::write || kind == Kind::read || kind == Kind::guarded) {
+                if (w->fenced.load(std::memory_order_acquire)) return w->refusal();
+            }
+            return Sent{w, w->version.load(std::memory_order_acquire)};
+        }
+    }
+
+    // After the answer: storage_lost when it shows the storage went back; else the
+    // highest version seen goes up to it.
+    template <typename Op, typename T>
+    void check(const Op& step, const Sent& sent, Result<T>& r) {
+        constexpr Kind kind = kind_of<Op>();
+        if constexpr (kind == Kind::write || kind == Kind::read || kind == Kind::recovery ||
+                      kind == Kind::finish_recovery) {
+            if (!r) return;
+            const EventVersion now = version_in(*r);
+            Watch* w = sent.watch ? sent.watch : cached_watch(event_of(step));
+            if (!w) return;
+            std::string why;
+            if constexpr (kind == Kind::write) {
+                if (now <= sent.before) {
+                    why = "it answered a write with version " + std::to_string(now) +
+                          ", not above version " + std::to_string(sent.before) + " seen before";
+                }
+            } else if constexpr (kind == Kind::read) {
+                if (now < step.at_least) {
+                    why = "it is at version " + std::to_string(now) + ", below version " +
+                          std::to_string(step.at_least) + " that the application's records hold";
+                } else if (now < sent.before) {
+                    why = "it is at version " + std::to_string(now) + ", below version " +
+                          std::to_string(sent.before) + " seen before";
+                }
+            }
+            if (!why.empty()) {
+                w->fence("the storage of event " + w->event + " went back to older data (" +
+                         why + "): a failover to a lagging replica, or an older snapshot");
+                r = w->refusal();
+                return;
+            }
+            if constexpr (kind == Kind::finish_recovery) w->lift();
+            w->raise(now);
+        }
+    }
+
     // The blocking way: the step, its retries, its reading.
     template <typename Op>
     Result<typename Op::result_type> run(Result<Op> prepared) {
@@ -411,9 +615,12 @@ private:
     }
     template <typename Op>
     Result<typename Op::result_type> run_step(const Op& step) {
+        auto sent = send(step);
+        if (!sent) return std::move(sent).error();
         auto result = detail::run_retried(*backend_, step,
                                           detail::RetryLost{policy_.retries_on_unknown_outcome});
         finish(step, result);
+        check(step, *sent, result);
         return result;
     }
 
@@ -439,35 +646,54 @@ private:
                     done(Result<T>(std::move(*refused)));
                     return;
                 }
+                auto sent = send(*prepared);
+                if (!sent) {
+                    done(Result<T>(std::move(sent).error()));
+                    return;
+                }
                 auto request = std::make_shared<const Op>(std::move(*prepared));
                 const Op& step = *request;
                 detail::start_retried(
                     *backend_, std::move(request),
                     detail::RetryLost{policy_.retries_on_unknown_outcome},
-                    [this, &step, done = std::move(done)](Result<T> result) mutable {
+                    [this, &step, sent = *sent, done = std::move(done)](Result<T> result) mutable {
                         finish(step, result);
+                        check(step, sent, result);
                         done(std::move(result));
                     });
             },
             token, std::move(prepared), std::move(refused));
     }
 
-    // Every successful hold calls this: a thread that told this store about the same event
-    // last time skips the lock and the hash. known_ only grows, and its nodes never move;
-    // the serial, never reused (unlike an address), tells this store from a destroyed one.
-    void seen(const std::string& event) {
-        thread_local std::pair<std::uint64_t, const std::string*> last{0, nullptr};
-        if (last.first == known_serial_ && *last.second == event) return;
-        {
-            std::shared_lock lock(known_mutex_);
-            if (auto it = known_.find(event); it != known_.end()) {
-                last = {known_serial_, &*it};
-                return;
-            }
-        }
-        std::unique_lock lock(known_mutex_);
-        last = {known_serial_, &*known_.insert(event).first};
+    // The watch of an event this store has seen, or null. A thread that asked this store
+    // about the same event last time skips the lock and the hash: watches_ only grows, and
+    // its nodes never move; the serial, never reused (unlike an address), tells this store
+    // from a destroyed one.
+    Watch* cached_watch(std::string_view event) const {
+        thread_local struct {
+            std::uint64_t store = 0;
+            const std::string* event = nullptr;
+            Watch* watch = nullptr;
+        } last;
+        if (last.store == serial_ && *last.event == event) return last.watch;
+        std::shared_lock lock(watches_mutex_);
+        auto it = watches_.find(event);
+        if (it == watches_.end()) return nullptr;
+        last = {serial_, &it->first, it->second.get()};
+        return it->second.get();
     }
+
+    const Watch* find_watch(const std::string& event) const { return cached_watch(event); }
+
+    Watch& watch_of(const std::string& event) {
+        if (Watch* w = cached_watch(event)) return *w;
+        std::unique_lock lock(watches_mutex_);
+        auto& w = watches_[event];
+        if (!w) w = std::make_unique<Watch>(event);
+        return *w;
+    }
+
+    void seen(const std::string& event) { (void)watch_of(event); }
 
     // An event this store knew, now missing: the storage lost it.
     Failure lost(const std::string& event) const {
@@ -585,9 +811,10 @@ private:
 
     B* backend_;
     HoldPolicy policy_;
-    mutable std::shared_mutex known_mutex_;
-    std::unordered_set<std::string> known_;  // only grows
-    const std::uint64_t known_serial_ = [] {
+    mutable std::shared_mutex watches_mutex_;
+    // The events this store has seen: only grows.
+    std::map<std::string, std::unique_ptr<Watch>, std::less<>> watches_;
+    const std::uint64_t serial_ = [] {
         static std::atomic<std::uint64_t> stores{0};
         return ++stores;
     }();

@@ -77,8 +77,9 @@ struct events {
 struct begin_recovery {
     using result_type = Recovery;
     EventSpec spec;
+    bool hide_existing = false;
     template <HoldBackend B>
-    Result<result_type> run(B& b) const { return b.begin_recovery(spec); }
+    Result<result_type> run(B& b) const { return b.begin_recovery(spec, hide_existing); }
 };
 
 struct restore_order {
@@ -89,10 +90,21 @@ struct restore_order {
 };
 
 struct end_recovery {
-    using result_type = void;
+    using result_type = EventVersion;
     std::string event;
+    EventVersion at_least = 0;
     template <HoldBackend B>
-    Result<result_type> run(B& b) const { return b.end_recovery(event); }
+    Result<result_type> run(B& b) const { return b.end_recovery(event, at_least); }
+};
+
+struct version {
+    using result_type = EventVersion;
+    std::string event;
+    /// What the caller's own records say the storage reached: read by the store
+    /// (SeatHoldStore::check_version), not by the backend.
+    EventVersion at_least = 0;
+    template <HoldBackend B>
+    Result<result_type> run(B& b) const { return b.version(event); }
 };
 
 struct hold {
@@ -110,7 +122,7 @@ struct confirm {
 };
 
 struct release {
-    using result_type = void;
+    using result_type = EventVersion;
     std::string token;
     template <HoldBackend B>
     Result<result_type> run(B& b) const { return b.release(token); }

@@ -78,6 +78,15 @@ class [[nodiscard]] Result<void> {
 public:
     Result() = default;
     Result(Failure failure) : failure_(std::move(failure)) {}  // NOLINT: implicit by design
+    /// The success or failure of a Result<T>, its value left out: code written when a call
+    /// answered Result<void> keeps working when the call comes to answer a value (as
+    /// release() came to answer the event's version).
+    template <typename T>
+    Result(const Result<T>& other)  // NOLINT: implicit by design
+        : failure_(other ? std::nullopt : std::optional<Failure>(other.error())) {}
+    template <typename T>
+    Result(Result<T>&& other)  // NOLINT: implicit by design
+        : failure_(other ? std::nullopt : std::optional<Failure>(std::move(other).error())) {}
 
     [[nodiscard]] bool has_value() const noexcept { return !failure_; }
     explicit operator bool() const noexcept { return has_value(); }

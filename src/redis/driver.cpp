@@ -64,14 +64,16 @@ bool waits_for_replicas(const Script& script) {
     return false;
 }
 
-// Whether `reply` is a script's success, worth a WAIT: {1, ...}, or a positive bare
-// integer (lock_acquire's fencing token, the expiry of a new hold of named seats, the 1 of
-// release, lock_release and lock_extend). Not a refusal ({0, ...}), a lock no longer held
-// (0), nor lock_acquire's busy keys (an array of their indexes): those changed nothing.
+// Whether `reply` is a script's success, worth a WAIT: {1, ...}, a positive bare integer
+// (lock_acquire's fencing token, release's version, the 1 of lock_release and
+// lock_extend), or the bulk string of a new hold of named seats ("<expires> <version>").
+// Not a refusal ({0, ...}), a lock no longer held (0), nor lock_acquire's busy keys (an
+// array of their indexes): those changed nothing.
 bool applied(const Script& script, const Result<ReplyPtr>& reply) {
     if (!reply) return false;
     const redisReply& r = **reply;
     if (r.type == REDIS_REPLY_INTEGER) return r.integer > 0;
+    if (r.type == REDIS_REPLY_STRING) return &script == &redis_scripts::hold;
     return &script != &redis_scripts::lock_acquire && r.type == REDIS_REPLY_ARRAY &&
            r.elements > 0 && r.element[0]->type == REDIS_REPLY_INTEGER &&
            r.element[0]->integer == 1;

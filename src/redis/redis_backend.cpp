@@ -16,6 +16,7 @@
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
+#include <charconv>
 #include <functional>
 #include <map>
 #include <stdexcept>
@@ -34,6 +35,9 @@ using redis_scripts::Script;
 // Durations the scripts accept: positive and at most 10^15 ms, which any real lease or
 // hold fits; larger values (e.g. Millis::max() as "forever") are clamped to that.
 constexpr std::int64_t max_script_ms = 1'000'000'000'000'000;
+// The highest version event_show.lua accepts to raise a version above (2^53 - 2): the
+// scripts count in Lua's numbers, doubles, exact up to 2^53.
+constexpr EventVersion max_script_version = (EventVersion{1} << 53) - 2;
 
 std::string ms(Millis d) {
     return std::to_string(std::clamp<std::int64_t>(d.count(), 0, max_script_ms));
@@ -72,6 +76,12 @@ public:
             throw BadReply("element " + std::to_string(i) + " is not an integer");
         return static_cast<std::int64_t>(r->integer);
     }
+    /// An event's version: an integer above 0 (every step that answers one raised it).
+    [[nodiscard]] EventVersion version(std::size_t i) const {
+        const auto v = integer(i);
+        if (v < 1) throw BadReply("element " + std::to_string(i) + " is not a version");
+        return static_cast<EventVersion>(v);
+    }
     [[nodiscard]] Reader array(std::size_t i) const { return Reader(at(i)); }
     [[nodiscard]] std::vector<std::string> texts(std::size_t i) const {
         const Reader list = array(i);
@@ -105,17 +115,43 @@ Failure refusal(const Reader& r) {
 }
 
 Order read_order(const Reader& r, const std::string& event) {
-    // {1, id, holder, zone, {seats}, token, paid_at, cancelled}
-    return Order{r.text(1),  event,     r.text(2),          r.text(3),
-                 r.texts(4), r.text(5), wall(r.integer(6)), r.integer(7) != 0};
+    // {1, id, holder, zone, {seats}, token, paid_at, cancelled, version}
+    return Order{r.text(1),          event, r.text(2), r.text(3), r.texts(4), r.text(5),
+                 wall(r.integer(6)), r.integer(7) != 0, r.version(8)};
 }
 
-// What event_create.lua answers: {1, spec_json, created, shown}.
+// What event_create.lua answers: {1, spec_json, created, shown, rolled_back}.
 struct Stored {
     std::string spec_json;
     bool created = false;
     bool shown = false;
+    bool rolled_back = false;  // an existing event hidden by this call (hide_existing)
 };
+
+// What event_show.lua answers: {1, spec_json, version}.
+struct Shown {
+    std::string spec_json;
+    EventVersion version = 0;
+};
+
+// How event_create.lua stores an event: shown (create_event), or hidden (begin_recovery)
+// when missing, and then also when it exists (hide_existing: a rollback detected).
+enum class Visibility { shown, hidden, hide_existing };
+
+// begin_recovery's answer, from what event_create.lua did.
+Recovery recovery_of(const Stored& stored) {
+    if (stored.rolled_back) return Recovery::rolled_back;
+    return stored.created ? Recovery::created : Recovery::existed;
+}
+
+// The "<expires_ms> <version>" of a new hold of named seats; false when `text` is not that.
+bool read_expiry_and_version(std::string_view text, std::int64_t& expires, EventVersion& version) {
+    const char* end = text.data() + text.size();
+    auto [space, ec] = std::from_chars(text.data(), end, expires);
+    if (ec != std::errc() || space == end || *space != ' ') return false;
+    auto [last, ec2] = std::from_chars(space + 1, end, version);
+    return ec2 == std::errc() && last == end && version > 0;
+}
 
 // One FCALL, and how its reply reads (error replies are mapped before `read` sees one).
 template <typename T>
@@ -146,10 +182,15 @@ std::function<Result<T>(const redisReply*)> standard(const Script& script, F rea
     };
 }
 
-// The reading of a call that answers a bare 1 when done (release), or a refusal.
-std::function<Result<void>(const redisReply*)> done_or_refusal(const Script& script) {
-    return [read = standard<void>(script, [](const Reader&) {})](const redisReply* reply) {
-        if (reply && reply->type == REDIS_REPLY_INTEGER && reply->integer == 1) return Result<void>{};
+// The reading of a call that answers the event's version, a bare integer above 0, when
+// done (release), or a refusal.
+std::function<Result<EventVersion>(const redisReply*)> version_or_refusal(const Script& script) {
+    return [read = standard<EventVersion>(script,
+                                          [](const Reader&) -> EventVersion {
+                                              throw BadReply("neither a version nor a refusal");
+                                          })](const redisReply* reply) -> Result<EventVersion> {
+        if (reply && reply->type == REDIS_REPLY_INTEGER && reply->integer > 0)
+            return static_cast<EventVersion>(reply->integer);
         return read(reply);
     };
 }
@@ -360,13 +401,14 @@ struct RedisBackend::Impl {
                                standard<void>(redis_scripts::lock_fence, [](const Reader&) {}));
     }
 
-    Call<Stored> store_call(const EventSpec& spec, bool hidden) const;
-    Result<Call<std::string>> show_call(const std::string& event) const;
+    Call<Stored> store_call(const EventSpec& spec, Visibility visibility) const;
+    Result<Call<Shown>> show_call(const std::string& event, EventVersion at_least) const;
+    Result<Call<EventVersion>> version_call(const std::string& event) const;
     Call<Order> restore_call(const RestoreCommand& cmd) const;
     Call<std::vector<EventSpec>> events_call() const;
     Call<Hold> hold_call(const HoldCommand& cmd) const;
     Result<Call<Order>> confirm_call(const ConfirmCommand& cmd) const;
-    Result<Call<void>> release_hold_call(const std::string& token) const;
+    Result<Call<EventVersion>> release_hold_call(const std::string& token) const;
     Result<Call<Hold>> extend_call(const std::string& token, Millis ttl, Millis max_lifetime) const;
     Result<Call<Order>> cancel_call(const std::string& event, const std::string& order_id,
                                     const std::optional<std::string>& holder) const;
@@ -379,48 +421,57 @@ struct RedisBackend::Impl {
     // ------------------------------------------------------------------------------
     // Operations of more than one command, both ways.
 
-    // An event, then its index entry when it is shown (the index is what events() and
-    // expired() walk; creating the same spec again repairs it if this step was lost).
-    Result<bool> store_event(const EventSpec& spec, bool hidden) {
-        auto stored = perform(store_call(spec, hidden));
+    // An event, then its index entry (the index is what events() and expired() walk):
+    // written when the event is shown (creating the same spec again repairs it if this
+    // step was lost), deleted when this call hid the event (a retry deletes it again).
+    std::vector<std::string> index_command(const EventSpec& spec, const Stored& stored) const {
+        if (stored.shown) return {"HSET", keys.events_index(), spec.id, stored.spec_json};
+        if (stored.rolled_back) return {"HDEL", keys.events_index(), spec.id};
+        return {};
+    }
+    Result<Stored> store_event(const EventSpec& spec, Visibility visibility) {
+        auto stored = perform(store_call(spec, visibility));
         if (!stored) return std::move(stored).error();
-        if (stored->shown) {
-            auto indexed = driver.command({"HSET", keys.events_index(), spec.id, stored->spec_json},
+        if (auto index = index_command(spec, *stored); !index.empty()) {
+            auto indexed = driver.command(std::vector<std::string_view>(index.begin(), index.end()),
                                           keys.events_index());
             if (!indexed) return std::move(indexed).error();
         }
-        return stored->created;
+        return stored;
     }
-    void start_store_event(const EventSpec& spec, bool hidden, detail::Completion<bool> done) {
-        start(store_call(spec, hidden),
-              [this, id = spec.id, done = shared(std::move(done))](Result<Stored> stored) {
+    void start_store_event(const EventSpec& spec, Visibility visibility,
+                           detail::Completion<Stored> done) {
+        start(store_call(spec, visibility),
+              [this, spec, done = shared(std::move(done))](Result<Stored> stored) {
                   if (!stored) return (*done)(std::move(stored).error());
-                  if (!stored->shown) return (*done)(stored->created);
-                  driver.async_command({"HSET", keys.events_index(), id, stored->spec_json},
-                                       [done, created = stored->created](Result<ReplyPtr> indexed) {
-                                           if (!indexed) return (*done)(std::move(indexed).error());
-                                           (*done)(created);
-                                       });
+                  auto index = index_command(spec, *stored);
+                  if (index.empty()) return (*done)(std::move(stored));
+                  driver.async_command(std::move(index), [done, stored = std::move(*stored)](
+                                                             Result<ReplyPtr> indexed) mutable {
+                      if (!indexed) return (*done)(std::move(indexed).error());
+                      (*done)(std::move(stored));
+                  });
               });
     }
 
-    Result<void> show_event(const std::string& event) {
-        auto spec_json = perform(show_call(event));
-        if (!spec_json) return std::move(spec_json).error();
-        auto indexed =
-            driver.command({"HSET", keys.events_index(), event, *spec_json}, keys.events_index());
+    Result<EventVersion> show_event(const std::string& event, EventVersion at_least) {
+        auto shown = perform(show_call(event, at_least));
+        if (!shown) return std::move(shown).error();
+        auto indexed = driver.command({"HSET", keys.events_index(), event, shown->spec_json},
+                                      keys.events_index());
         if (!indexed) return std::move(indexed).error();
-        return {};
+        return shown->version;
     }
-    void start_show_event(const std::string& event, detail::Completion<void> done) {
-        auto call = show_call(event);
+    void start_show_event(const std::string& event, EventVersion at_least,
+                          detail::Completion<EventVersion> done) {
+        auto call = show_call(event, at_least);
         if (!call) return done(std::move(call).error());
-        start(std::move(*call), [this, event, done = shared(std::move(done))](Result<std::string> json) {
-            if (!json) return (*done)(std::move(json).error());
-            driver.async_command({"HSET", keys.events_index(), event, *json},
-                                 [done](Result<ReplyPtr> indexed) {
+        start(std::move(*call), [this, event, done = shared(std::move(done))](Result<Shown> shown) {
+            if (!shown) return (*done)(std::move(shown).error());
+            driver.async_command({"HSET", keys.events_index(), event, shown->spec_json},
+                                 [done, version = shown->version](Result<ReplyPtr> indexed) {
                                      if (!indexed) return (*done)(std::move(indexed).error());
-                                     (*done)({});
+                                     (*done)(version);
                                  });
         });
     }
@@ -599,7 +650,7 @@ Result<std::string> event_of(const std::string& token) {
 // ---------------------------------------------------------------------------------------
 // The Calls of the inventory, holds and orders.
 
-Call<Stored> RedisBackend::Impl::store_call(const EventSpec& spec, bool hidden) const {
+Call<Stored> RedisBackend::Impl::store_call(const EventSpec& spec, Visibility visibility) const {
     std::vector<std::string> ks{keys.event_key("event", spec.id)};
     std::vector<std::string> args{keys.prefix(), spec.id, spec.name, std::to_string(spec.zones.size())};
     for (const auto& zone : spec.zones) {
@@ -617,19 +668,40 @@ Call<Stored> RedisBackend::Impl::store_call(const EventSpec& spec, bool hidden) 
             args.push_back(seat.row);
         }
     }
-    if (hidden) args.emplace_back("hidden");
+    if (visibility == Visibility::hidden) args.emplace_back("hidden");
+    if (visibility == Visibility::hide_existing) args.emplace_back("hide_existing");
     return make_call<Stored>(redis_scripts::event_create, std::move(ks), std::move(args),
                              standard<Stored>(redis_scripts::event_create, [](const Reader& r) {
-                                 return Stored{r.text(1), r.integer(2) == 1, r.integer(3) == 1};
+                                 return Stored{r.text(1), r.integer(2) == 1, r.integer(3) == 1,
+                                               r.integer(4) == 1};
                              }));
 }
 
-Result<Call<std::string>> RedisBackend::Impl::show_call(const std::string& event) const {
+Result<Call<Shown>> RedisBackend::Impl::show_call(const std::string& event,
+                                                  EventVersion at_least) const {
     if (!is_valid_id(event)) return Failure(errc::unknown_event, "no event " + event, {event});
-    return make_call<std::string>(redis_scripts::event_show, {keys.event_key("event", event)},
-                                  {keys.prefix(), event},
-                                  standard<std::string>(redis_scripts::event_show,
-                                                        [](const Reader& r) { return r.text(1); }));
+    // Versions are counted in Lua's numbers (doubles): exact up to 2^53.
+    if (at_least > max_script_version) {
+        return Failure(errc::invalid_argument,
+                       "version " + std::to_string(at_least) + " is beyond what Redis counts");
+    }
+    return make_call<Shown>(redis_scripts::event_show, {keys.event_key("event", event)},
+                            {keys.prefix(), event, std::to_string(at_least)},
+                            standard<Shown>(redis_scripts::event_show, [](const Reader& r) {
+                                return Shown{r.text(1), r.version(2)};
+                            }));
+}
+
+Result<Call<EventVersion>> RedisBackend::Impl::version_call(const std::string& event) const {
+    if (!is_valid_id(event)) return Failure(errc::unknown_event, "no event " + event, {event});
+    return make_call<EventVersion>(
+        redis_scripts::version, event_keys(event), {keys.prefix(), event},
+        standard<EventVersion>(redis_scripts::version, [](const Reader& r) {
+            // {1, version}: 0 for an event no step has changed yet.
+            const auto v = r.integer(1);
+            if (v < 0) throw BadReply("a negative version");
+            return static_cast<EventVersion>(v);
+        }));
 }
 
 Call<Order> RedisBackend::Impl::restore_call(const RestoreCommand& cmd) const {
@@ -699,40 +771,47 @@ Call<Hold> RedisBackend::Impl::hold_call(const HoldCommand& cmd) const {
         cmd.limits.one_active_hold_per_holder ? "1" : "0",
         cmd.idempotency_key};
     if (req.kind == HoldKind::seats) args.insert(args.end(), req.seats.begin(), req.seats.end());
-    // The hold as made. A new hold of named seats is answered by its expiry alone (a bare
-    // integer): its seats are the ones asked for.
+    // The hold as made. A new hold of named seats is answered by "<expires_ms> <version>"
+    // alone (a bulk string): its seats are the ones asked for.
     Hold made{cmd.token, cmd.event, cmd.holder, req.zone,
               req.kind == HoldKind::seats ? req.seats : std::vector<std::string>{},
               {}, HoldStatus::held, {}, false};
     auto read = standard<Hold>(redis_scripts::hold, [made](const Reader& r) {
         Hold hold = made;
-        // {1, expires_ms, seats...} for a new hold of a quantity or the best available.
+        // {1, expires_ms, version, seats...} for a new hold of a quantity or the best
+        // available.
         if (r.at(1)->type == REDIS_REPLY_INTEGER) {
             hold.seats.clear();
-            for (std::size_t i = 2; i < r.size(); ++i) hold.seats.push_back(r.text(i));
+            for (std::size_t i = 3; i < r.size(); ++i) hold.seats.push_back(r.text(i));
             if (hold.seats.empty()) throw BadReply("a hold of no seat");
             hold.expires_at = wall(r.integer(1));
+            hold.version = r.version(2);
             return hold;
         }
-        // {1, zone, {seats}, expires_ms, status, order, replayed[, token]} for a remembered
-        // one (its token, when replayed by its idempotency key).
+        // {1, zone, {seats}, expires_ms, status, order, replayed, version[, token]} for a
+        // remembered one (its token, when replayed by its idempotency key).
         hold.zone = r.text(1);
         hold.seats = r.texts(2);
         hold.expires_at = wall(r.integer(3));
-        if (r.size() > 4) {
-            hold.status = status_named(r.text(4));
-            hold.order_id = r.text(5);
-            hold.replayed = r.integer(6) == 1;
-            if (hold.replayed) hold.token = r.text(7);
-        }
+        hold.status = status_named(r.text(4));
+        hold.order_id = r.text(5);
+        hold.replayed = r.integer(6) == 1;
+        hold.version = r.version(7);
+        if (hold.replayed) hold.token = r.text(8);
         return hold;
     });
     return make_call<Hold>(
         redis_scripts::hold, std::move(ks), std::move(args),
         [made = std::move(made), read = std::move(read)](const redisReply* reply) -> Result<Hold> {
-            if (reply && reply->type == REDIS_REPLY_INTEGER && !made.seats.empty()) {
+            if (reply && reply->type == REDIS_REPLY_STRING && !made.seats.empty()) {
                 Hold hold = made;
-                hold.expires_at = wall(reply->integer);
+                std::int64_t expires = 0;
+                if (!read_expiry_and_version({reply->str, reply->len}, expires, hold.version)) {
+                    return Failure(errc::protocol_error,
+                                   "unexpected reply from Redis script hold: not \"<expires> "
+                                   "<version>\"");
+                }
+                hold.expires_at = wall(expires);
                 return hold;
             }
             return read(reply);
@@ -750,11 +829,12 @@ Result<Call<Order>> RedisBackend::Impl::confirm_call(const ConfirmCommand& cmd) 
                         [event = *event](const Reader& r) { return read_order(r, event); }));
 }
 
-Result<Call<void>> RedisBackend::Impl::release_hold_call(const std::string& token) const {
+Result<Call<EventVersion>> RedisBackend::Impl::release_hold_call(const std::string& token) const {
     auto event = event_of(token);
     if (!event) return std::move(event).error();
-    return make_call<void>(redis_scripts::release, event_keys(*event), {keys.prefix(), *event, token},
-                           done_or_refusal(redis_scripts::release));
+    return make_call<EventVersion>(redis_scripts::release, event_keys(*event),
+                                   {keys.prefix(), *event, token},
+                                   version_or_refusal(redis_scripts::release));
 }
 
 Result<Call<Hold>> RedisBackend::Impl::extend_call(const std::string& token, Millis ttl,
@@ -768,9 +848,9 @@ Result<Call<Hold>> RedisBackend::Impl::extend_call(const std::string& token, Mil
         redis_scripts::extend, event_keys(*event),
         {keys.prefix(), *event, token, ms(ttl), ms(max_lifetime)},
         standard<Hold>(redis_scripts::extend, [token, event = *event](const Reader& r) {
-            // {1, holder, zone, {seats}, expires_ms}
+            // {1, holder, zone, {seats}, expires_ms, version}
             return Hold{token, event, r.text(1), r.text(2), r.texts(3), wall(r.integer(4)),
-                        HoldStatus::held, {}, false};
+                        HoldStatus::held, {}, false, r.version(5)};
         }));
 }
 
@@ -924,34 +1004,44 @@ void RedisBackend::async_run(const op::raise_fencing& o, detail::Completion<void
 }
 
 Result<void> RedisBackend::create_event(const EventSpec& spec) {
-    auto stored = impl_->store_event(spec, false);
+    auto stored = impl_->store_event(spec, Visibility::shown);
     if (!stored) return std::move(stored).error();
     return {};
 }
 void RedisBackend::async_run(const op::create_event& o, detail::Completion<void> done) {
-    impl_->start_store_event(o.spec, false, [done = shared(std::move(done))](Result<bool> stored) {
-        if (!stored) return (*done)(std::move(stored).error());
-        (*done)({});
-    });
+    impl_->start_store_event(o.spec, Visibility::shown,
+                             [done = shared(std::move(done))](Result<Stored> stored) {
+                                 if (!stored) return (*done)(std::move(stored).error());
+                                 (*done)({});
+                             });
 }
 
-Result<Recovery> RedisBackend::begin_recovery(const EventSpec& spec) {
-    auto stored = impl_->store_event(spec, true);
+Result<Recovery> RedisBackend::begin_recovery(const EventSpec& spec, bool hide_existing) {
+    auto stored =
+        impl_->store_event(spec, hide_existing ? Visibility::hide_existing : Visibility::hidden);
     if (!stored) return std::move(stored).error();
-    return *stored ? Recovery::created : Recovery::existed;
+    return recovery_of(*stored);
 }
 void RedisBackend::async_run(const op::begin_recovery& o, detail::Completion<Recovery> done) {
-    impl_->start_store_event(o.spec, true, [done = shared(std::move(done))](Result<bool> stored) {
-        if (!stored) return (*done)(std::move(stored).error());
-        (*done)(*stored ? Recovery::created : Recovery::existed);
-    });
+    impl_->start_store_event(o.spec, o.hide_existing ? Visibility::hide_existing : Visibility::hidden,
+                             [done = shared(std::move(done))](Result<Stored> stored) {
+                                 if (!stored) return (*done)(std::move(stored).error());
+                                 (*done)(recovery_of(*stored));
+                             });
 }
 
-Result<void> RedisBackend::end_recovery(const std::string& event) {
-    return impl_->show_event(event);
+Result<EventVersion> RedisBackend::end_recovery(const std::string& event, EventVersion at_least) {
+    return impl_->show_event(event, at_least);
 }
-void RedisBackend::async_run(const op::end_recovery& o, detail::Completion<void> done) {
-    impl_->start_show_event(o.event, std::move(done));
+void RedisBackend::async_run(const op::end_recovery& o, detail::Completion<EventVersion> done) {
+    impl_->start_show_event(o.event, o.at_least, std::move(done));
+}
+
+Result<EventVersion> RedisBackend::version(const std::string& event) {
+    return impl_->perform(impl_->version_call(event));
+}
+void RedisBackend::async_run(const op::version& o, detail::Completion<EventVersion> done) {
+    impl_->start(impl_->version_call(o.event), std::move(done));
 }
 
 Result<Order> RedisBackend::restore_order(const RestoreCommand& cmd) {
@@ -982,10 +1072,10 @@ void RedisBackend::async_run(const op::confirm& o, detail::Completion<Order> don
     impl_->start(impl_->confirm_call(o.cmd), std::move(done));
 }
 
-Result<void> RedisBackend::release(const std::string& token) {
+Result<EventVersion> RedisBackend::release(const std::string& token) {
     return impl_->perform(impl_->release_hold_call(token));
 }
-void RedisBackend::async_run(const op::release& o, detail::Completion<void> done) {
+void RedisBackend::async_run(const op::release& o, detail::Completion<EventVersion> done) {
     impl_->start(impl_->release_hold_call(o.token), std::move(done));
 }
 

@@ -69,7 +69,7 @@ public:
     Result<Order> confirm_late(const std::string& token, const std::string& order_id) {
         return store_.async_confirm_late(token, order_id, run_.future()).get();
     }
-    Result<void> release(const std::string& token) {
+    Result<EventVersion> release(const std::string& token) {
         return store_.async_release(token, run_.future()).get();
     }
     Result<Hold> extend(const std::string& token, Millis ttl) {
@@ -96,8 +96,16 @@ public:
     Result<Order> restore_order(const RestoreCommand& cmd) {
         return store_.async_restore_order(cmd, run_.future()).get();
     }
-    Result<void> finish_recovery(const std::string& event) {
-        return store_.async_finish_recovery(event, run_.future()).get();
+    Result<EventVersion> finish_recovery(const std::string& event, EventVersion at_least = 0) {
+        return store_.async_finish_recovery(event, at_least, run_.future()).get();
+    }
+    Result<EventVersion> check_version(const std::string& event, EventVersion at_least = 0) {
+        return store_.async_check_version(event, at_least, run_.future()).get();
+    }
+    void fence(const std::string& event, const std::string& reason) { store_.fence(event, reason); }
+    [[nodiscard]] bool fenced(const std::string& event) const { return store_.fenced(event); }
+    [[nodiscard]] EventVersion seen_version(const std::string& event) const {
+        return store_.seen_version(event);
     }
 
 private:

@@ -3,6 +3,7 @@
 #include "lock_conformance.hpp"
 #include "model_test.hpp"
 #include "retry_conformance.hpp"
+#include "version_conformance.hpp"
 #include "integration/redis_admin.hpp"
 #include "support/redis_server.hpp"
 
@@ -60,4 +61,5 @@ SEATLOCK_LOCK_CONFORMANCE(seatlock::testing::RedisFixture, seatlock::testing::As
 SEATLOCK_LOCK_GROUPS_CONFORMANCE(seatlock::testing::RedisFixture, seatlock::testing::Async<seatlock::testing::RedisFixture>);
 SEATLOCK_HOLD_CONFORMANCE(seatlock::testing::RedisFixture, seatlock::testing::Async<seatlock::testing::RedisFixture>);
 SEATLOCK_RETRY_CONFORMANCE(seatlock::testing::RedisFixture, seatlock::testing::Async<seatlock::testing::RedisFixture>);
+SEATLOCK_VERSION_CONFORMANCE(seatlock::testing::RedisFixture, seatlock::testing::Async<seatlock::testing::RedisFixture>);
 SEATLOCK_MODEL_TEST(seatlock::testing::RedisFixture, seatlock::testing::Async<seatlock::testing::RedisFixture>);

@@ -6,6 +6,7 @@
 #include "lock_conformance.hpp"
 #include "model_test.hpp"
 #include "retry_conformance.hpp"
+#include "version_conformance.hpp"
 #include "integration/redis_admin.hpp"
 #include "support/redis_cluster.hpp"
 
@@ -69,4 +70,5 @@ private:
 SEATLOCK_LOCK_CONFORMANCE(seatlock::testing::RedisClusterFixture, seatlock::testing::Async<seatlock::testing::RedisClusterFixture>);
 SEATLOCK_HOLD_CONFORMANCE(seatlock::testing::RedisClusterFixture, seatlock::testing::Async<seatlock::testing::RedisClusterFixture>);
 SEATLOCK_RETRY_CONFORMANCE(seatlock::testing::RedisClusterFixture, seatlock::testing::Async<seatlock::testing::RedisClusterFixture>);
+SEATLOCK_VERSION_CONFORMANCE(seatlock::testing::RedisClusterFixture, seatlock::testing::Async<seatlock::testing::RedisClusterFixture>);
 SEATLOCK_MODEL_TEST(seatlock::testing::RedisClusterFixture, seatlock::testing::Async<seatlock::testing::RedisClusterFixture>);

@@ -83,7 +83,7 @@ public:
         lose_if(Step::after_next_confirm);
         return order;
     }
-    Result<void> release(const std::string& t) { return current()->release(t); }
+    Result<seatlock::EventVersion> release(const std::string& t) { return current()->release(t); }
     Result<seatlock::Hold> extend(const std::string& t, seatlock::Millis ttl,
                                   seatlock::Millis max) {
         return current()->extend(t, ttl, max);
@@ -102,13 +102,16 @@ public:
         return current()->expired(n, r);
     }
     Result<void> ack_expired(std::span<const std::string> t) { return current()->ack_expired(t); }
-    Result<seatlock::Recovery> begin_recovery(const seatlock::EventSpec& s) {
-        return current()->begin_recovery(s);
+    Result<seatlock::Recovery> begin_recovery(const seatlock::EventSpec& s, bool hide) {
+        return current()->begin_recovery(s, hide);
     }
     Result<seatlock::Order> restore_order(const seatlock::RestoreCommand& c) {
         return current()->restore_order(c);
     }
-    Result<void> end_recovery(const std::string& e) { return current()->end_recovery(e); }
+    Result<seatlock::EventVersion> end_recovery(const std::string& e, seatlock::EventVersion v) {
+        return current()->end_recovery(e, v);
+    }
+    Result<seatlock::EventVersion> version(const std::string& e) { return current()->version(e); }
 
 private:
     std::shared_ptr<MemoryBackend> current() {

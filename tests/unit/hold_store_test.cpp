@@ -5,6 +5,9 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <future>
+
 using namespace std::chrono_literals;
 using Fake = seatlock::FakeBackend;
 using seatlock::errc;
@@ -136,4 +139,55 @@ TEST_CASE("an invalid HoldPolicy is refused at construction") {
     CHECK_THROWS_AS(seatlock::SeatHoldStore<Fake>(fake, p), seatlock::Error);
     p.hold_ttl = 3h;  // longer than max_hold_lifetime
     CHECK_THROWS_AS(seatlock::SeatHoldStore<Fake>(fake, p), seatlock::Error);
+}
+
+namespace {
+// A MemoryBackend that holds back the answer of its next hold after applying it, until told
+// to go on: answers arriving in another order than their steps, as on a pipelined or
+// pooled connection.
+struct LateAnswer : seatlock::MemoryBackend {
+    std::atomic<bool> hold_back_next{false};
+    std::promise<void> applied;
+    std::promise<void> go_on;
+
+    seatlock::Result<seatlock::Hold> hold(const seatlock::HoldCommand& cmd) {
+        auto hold = MemoryBackend::hold(cmd);
+        if (hold_back_next.exchange(false)) {
+            applied.set_value();
+            go_on.get_future().wait();
+        }
+        return hold;
+    }
+};
+}  // namespace
+
+TEST_CASE("an answer overtaken by a later step's is no rollback: versions are compared with "
+          "what was seen before the step was sent") {
+    LateAnswer backend;
+    seatlock::SeatHoldStore<LateAnswer> store(backend);
+    store.create_event(seatlock::testing::test_event()).value();
+    backend.hold_back_next = true;
+    auto first = std::async(std::launch::async, [&] {
+        return store.hold("game1", "amy", seatlock::named_seats("lower", {"A-1"}));
+    });
+    backend.applied.get_future().wait();
+    auto second = store.hold("game1", "bo", seatlock::named_seats("lower", {"A-2"}));
+    REQUIRE(second);
+    backend.go_on.set_value();
+    auto late = first.get();
+    REQUIRE(late);  // version 1 arrives after version 2 was seen: both were real
+    CHECK(late->version < second->version);
+    CHECK_FALSE(store.fenced("game1"));
+    CHECK(store.seen_version("game1") == second->version);
+}
+
+TEST_CASE("a Result<void> takes any result's success or failure, so code written for release() "
+          "returning nothing still compiles") {
+    seatlock::Result<std::uint64_t> value = std::uint64_t{7};
+    seatlock::Result<void> ok = value;
+    CHECK(ok.has_value());
+    seatlock::Result<std::uint64_t> failed = seatlock::Failure(errc::seat_taken, "A-1 taken");
+    seatlock::Result<void> refused = std::move(failed);
+    REQUIRE(refused.is(errc::seat_taken));
+    CHECK(refused.error().detail == "A-1 taken");
 }

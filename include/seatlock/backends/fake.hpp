@@ -26,7 +26,7 @@ public:
     enum class Op {
         acquire_locks, release_locks, extend_locks, create_event, events, hold, confirm,
         release, extend, cancel, seats, expired, ack_expired, begin_recovery, restore_order,
-        end_recovery,
+        end_recovery, version,
     };
     enum class FaultKind {
         fail_before,  ///< not applied; reported as io_error
@@ -125,7 +125,7 @@ public:
     Result<Order> confirm(const ConfirmCommand& cmd) {
         return run(Op::confirm, [&](std::int64_t now) { return holds_.confirm(cmd, now); });
     }
-    Result<void> release(const std::string& token) {
+    Result<EventVersion> release(const std::string& token) {
         return run(Op::release, [&](std::int64_t now) { return holds_.release(token, now); });
     }
     Result<Hold> extend(const std::string& token, Millis ttl, Millis max_lifetime) {
@@ -148,14 +148,19 @@ public:
     Result<void> ack_expired(std::span<const std::string> tokens) {
         return run(Op::ack_expired, [&](std::int64_t now) { return holds_.ack_expired(tokens, now); });
     }
-    Result<Recovery> begin_recovery(const EventSpec& spec) {
-        return run(Op::begin_recovery, [&](std::int64_t) { return holds_.begin_recovery(spec); });
+    Result<Recovery> begin_recovery(const EventSpec& spec, bool hide_existing) {
+        return run(Op::begin_recovery,
+                   [&](std::int64_t) { return holds_.begin_recovery(spec, hide_existing); });
     }
     Result<Order> restore_order(const RestoreCommand& cmd) {
         return run(Op::restore_order, [&](std::int64_t now) { return holds_.restore_order(cmd, now); });
     }
-    Result<void> end_recovery(const std::string& event) {
-        return run(Op::end_recovery, [&](std::int64_t) { return holds_.end_recovery(event); });
+    Result<EventVersion> end_recovery(const std::string& event, EventVersion at_least) {
+        return run(Op::end_recovery,
+                   [&](std::int64_t) { return holds_.end_recovery(event, at_least); });
+    }
+    Result<EventVersion> version(const std::string& event) {
+        return run(Op::version, [&](std::int64_t now) { return holds_.version(event, now); });
     }
 
     /// Forgets every event, hold and order (locks stay), as a storage restarted without

@@ -44,7 +44,7 @@ public:
     Result<std::vector<EventSpec>> events() { return holds_.events(); }
     Result<Hold> hold(const HoldCommand& cmd) { return holds_.hold(cmd, now()); }
     Result<Order> confirm(const ConfirmCommand& cmd) { return holds_.confirm(cmd, now()); }
-    Result<void> release(const std::string& token) { return holds_.release(token, now()); }
+    Result<EventVersion> release(const std::string& token) { return holds_.release(token, now()); }
     Result<Hold> extend(const std::string& token, Millis ttl, Millis max_lifetime) {
         return holds_.extend(token, ttl, max_lifetime, now());
     }
@@ -62,9 +62,14 @@ public:
     Result<void> ack_expired(std::span<const std::string> tokens) {
         return holds_.ack_expired(tokens, now());
     }
-    Result<Recovery> begin_recovery(const EventSpec& spec) { return holds_.begin_recovery(spec); }
+    Result<Recovery> begin_recovery(const EventSpec& spec, bool hide_existing) {
+        return holds_.begin_recovery(spec, hide_existing);
+    }
     Result<Order> restore_order(const RestoreCommand& cmd) { return holds_.restore_order(cmd, now()); }
-    Result<void> end_recovery(const std::string& event) { return holds_.end_recovery(event); }
+    Result<EventVersion> end_recovery(const std::string& event, EventVersion at_least) {
+        return holds_.end_recovery(event, at_least);
+    }
+    Result<EventVersion> version(const std::string& event) { return holds_.version(event, now()); }
 
     /// Forgets every event, hold and order (locks stay), as a storage restarted without
     /// persistence would: for tests of recovery. Not safe while other calls run.

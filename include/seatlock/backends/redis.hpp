@@ -191,7 +191,7 @@ public:
     Result<std::vector<EventSpec>> events();
     Result<Hold> hold(const HoldCommand& cmd);
     Result<Order> confirm(const ConfirmCommand& cmd);
-    Result<void> release(const std::string& token);
+    Result<EventVersion> release(const std::string& token);
     Result<Hold> extend(const std::string& token, Millis ttl, Millis max_lifetime);
     Result<Order> cancel(const std::string& event, const std::string& order_id,
                          const std::optional<std::string>& holder);
@@ -199,9 +199,10 @@ public:
                                          const std::optional<std::string>& zone);
     Result<std::vector<ExpiredHold>> expired(std::size_t limit, Millis redeliver_after);
     Result<void> ack_expired(std::span<const std::string> tokens);
-    Result<Recovery> begin_recovery(const EventSpec& spec);
+    Result<Recovery> begin_recovery(const EventSpec& spec, bool hide_existing);
     Result<Order> restore_order(const RestoreCommand& cmd);
-    Result<void> end_recovery(const std::string& event);
+    Result<EventVersion> end_recovery(const std::string& event, EventVersion at_least);
+    Result<EventVersion> version(const std::string& event);
 
     /// The asynchronous twin of each operation above (seatlock/operations.hpp): sends
     /// the same function call on a pipelined connection; `done` is called once, from the
@@ -214,10 +215,11 @@ public:
     void async_run(const op::events& op, detail::Completion<std::vector<EventSpec>> done);
     void async_run(const op::begin_recovery& op, detail::Completion<Recovery> done);
     void async_run(const op::restore_order& op, detail::Completion<Order> done);
-    void async_run(const op::end_recovery& op, detail::Completion<void> done);
+    void async_run(const op::end_recovery& op, detail::Completion<EventVersion> done);
+    void async_run(const op::version& op, detail::Completion<EventVersion> done);
     void async_run(const op::hold& op, detail::Completion<Hold> done);
     void async_run(const op::confirm& op, detail::Completion<Order> done);
-    void async_run(const op::release& op, detail::Completion<void> done);
+    void async_run(const op::release& op, detail::Completion<EventVersion> done);
     void async_run(const op::extend& op, detail::Completion<Hold> done);
     void async_run(const op::cancel& op, detail::Completion<Order> done);
     void async_run(const op::seats& op, detail::Completion<std::vector<ZoneState>> done);

@@ -155,10 +155,12 @@ using Holds = std::unordered_map<std::string, HoldRecord>;
     std::mutex mutex;
     const EventSpec spec;
     std::atomic<bool> visible{true};  // false from begin_recovery to end_recovery
+    EventVersion version = 0;         // raised by every step that changes the event
     std::unordered_map<std::string, Zone> zones;
     Holds holds;
     std::unordered_map<std::string, HolderCount> holders;
-    std::unordered_map<std::string, Order> orders;
+    using Orders = std::unordered_map<std::string, Order>;
+    Orders orders;
     // Active holds by expiry; the token points at the key inside `holds`.
     std::set<std::pair<std::int64_t, const std::string*>> deadlines;
     std::map<std::string, std::int64_t> pending_expired;  // token -> next delivery

@@ -60,29 +60,46 @@ public:
         return specs;
     }
 
+    // Every write below raises the event's version once when it succeeds (a retry
+    // answered from memory too: one rule, whatever the step found), and its result
+    // carries the new version.
+
     Result<Hold> hold(const HoldCommand& cmd, std::int64_t now) {
-        return with_event(cmd.event, now, [&](Event& e) { return e.hold(cmd, now, *this); });
+        return with_event(cmd.event, now,
+                          [&](Event& e) { return e.versioned(e.hold(cmd, now, *this)); });
     }
 
     Result<Order> confirm(const ConfirmCommand& cmd, std::int64_t now) {
-        return with_token(cmd.token, now, [&](Event& e) { return e.confirm(cmd, now, *this); });
+        return with_token(cmd.token, now,
+                          [&](Event& e) { return e.versioned(e.confirm(cmd, now, *this)); });
     }
 
-    Result<void> release(const std::string& token, std::int64_t now) {
-        return with_token(token, now, [&](Event& e) { return e.release(token, now); });
+    Result<EventVersion> release(const std::string& token, std::int64_t now) {
+        return with_token(token, now, [&](Event& e) -> Result<EventVersion> {
+            auto released = e.release(token, now);
+            if (!released) return std::move(released).error();
+            return ++e.version;
+        });
     }
 
     Result<Hold> extend(const std::string& token, Millis ttl, Millis max_lifetime,
                         std::int64_t now) {
         return with_token(token, now, [&](Event& e) {
-            return e.extend(token, ttl.count(), max_lifetime.count(), now, *this);
+            return e.versioned(e.extend(token, ttl.count(), max_lifetime.count(), now, *this));
         });
     }
 
     Result<Order> cancel(const std::string& event, const std::string& order_id,
                          const std::optional<std::string>& holder, std::int64_t now) {
-        return with_event(event, now,
-                          [&](Event& e) { return e.cancel(order_id, holder, now, *this); });
+        return with_event(event, now, [&](Event& e) {
+            return e.versioned(e.cancel(order_id, holder, now, *this));
+        });
+    }
+
+    /// The event's version (unknown_event when missing or hidden); expiring what is due
+    /// first, as every call does.
+    Result<EventVersion> version(const std::string& event, std::int64_t now) {
+        return with_event(event, now, [](Event& e) -> Result<EventVersion> { return e.version; });
     }
 
     Result<std::vector<ZoneState>> seats(const std::string& event,
@@ -103,14 +120,20 @@ public:
         return out;
     }
 
-    Result<Recovery> begin_recovery(const EventSpec& spec) {
+    Result<Recovery> begin_recovery(const EventSpec& spec, bool hide_existing) {
         Shard& shard = shard_of(spec.id);
         std::unique_lock lock(shard.mutex);
         auto it = shard.events.find(spec.id);
         if (it != shard.events.end()) {
-            if (it->second->spec == spec) return Recovery::existed;
-            return Failure(errc::event_exists,
-                           "event " + spec.id + " already exists with another inventory");
+            if (it->second->spec != spec) {
+                return Failure(errc::event_exists,
+                               "event " + spec.id + " already exists with another inventory");
+            }
+            if (!hide_existing) return Recovery::existed;
+            std::lock_guard event_lock(it->second->mutex);
+            it->second->visible = false;
+            ++it->second->version;
+            return Recovery::rolled_back;
         }
         auto event = std::make_unique<Event>(spec);
         event->visible = false;
@@ -120,14 +143,16 @@ public:
 
     Result<Order> restore_order(const RestoreCommand& cmd, std::int64_t now) {
         return with_event(
-            cmd.event, now, [&](Event& e) { return e.restore(cmd); }, true);
+            cmd.event, now, [&](Event& e) { return e.versioned(e.restore(cmd, now)); }, true);
     }
 
-    Result<void> end_recovery(const std::string& event) {
+    Result<EventVersion> end_recovery(const std::string& event, EventVersion at_least) {
         Event* e = find(event, true);
         if (!e) return Failure(errc::unknown_event, "no event " + event, {event});
+        std::lock_guard lock(e->mutex);
         e->visible = true;
-        return {};
+        e->version = std::max(e->version, at_least) + 1;
+        return e->version;
     }
 
     void wipe() {
@@ -151,7 +176,15 @@ private:
     struct Event : EventState {
         using EventState::EventState;
 
+        // Raises the version of a successful write's result.
+        template <typename T>
+        Result<T> versioned(Result<T> r) {
+            if (r) r->version = ++version;
+            return r;
+        }
+
         void sweep(std::int64_t now) {
+            if (!deadlines.empty() && deadlines.begin()->first <= now) ++version;
             while (!deadlines.empty() && deadlines.begin()->first <= now) {
                 const std::string* token = deadlines.begin()->second;
                 deadlines.erase(deadlines.begin());
@@ -463,15 +496,62 @@ private:
             return order;
         }
 
-        Result<Order> restore(const RestoreCommand& cmd) {
-            if (auto it = orders.find(cmd.order_id); it != orders.end()) {
-                if (it->second.hold_token == cmd.hold_token) return it->second;  // restored before
-                return Failure(errc::order_conflict,
-                               "order " + cmd.order_id + " already paid another hold");
+        // Ends an active hold as if it expired now: its seats are free, and its expiry is
+        // reported by expired() (recovery gives its seats to a restored order).
+        void expire_now(const std::string* token, HoldRecord& h, std::int64_t now) {
+            deadlines.erase({h.expires_ms, token});
+            free_slots(*h.zone, h.slots, token);
+            count_hold_end(h);
+            h.status = Status::expired;
+            h.expires_ms = std::min(h.expires_ms, now);
+            pending_expired[*token] = now;
+        }
+
+        // Takes a record that is about to be erased out of the queues that point at it.
+        void forget_record(const std::string* token) {
+            for (auto* queue : {&forget, &forget_released}) {
+                std::erase_if(*queue, [token](const auto& entry) { return entry.second == token; });
             }
-            if (holds.count(cmd.hold_token)) {
-                return Failure(errc::order_conflict,
-                               "hold " + cmd.hold_token + " is in storage: it is not lost");
+        }
+
+        Result<Order> restore(const RestoreCommand& cmd, std::int64_t now) {
+            // An event under recovery (hidden) may have gone back to older data: the
+            // application's paid orders win over what the storage has since. A shown
+            // event's holds and cancellations are live: they are never undone.
+            const bool repairing = !visible;
+            // The order, when the storage has it cancelled while the application's records
+            // say paid (the records are the authority during a repair): paid again.
+            Orders::iterator reopened = orders.end();
+            if (auto it = orders.find(cmd.order_id); it != orders.end()) {
+                if (it->second.hold_token != cmd.hold_token) {
+                    return Failure(errc::order_conflict,
+                                   "order " + cmd.order_id + " already paid another hold");
+                }
+                // Restored before, or never lost.
+                if (!it->second.cancelled || !repairing) return it->second;
+                auto had = it->second.seats, asked = cmd.seats;
+                std::sort(had.begin(), had.end());
+                std::sort(asked.begin(), asked.end());
+                if (it->second.zone != cmd.zone || had != asked) {
+                    return Failure(errc::order_conflict,
+                                   "order " + cmd.order_id + " has other seats in storage");
+                }
+                reopened = it;
+            }
+            // The storage went back to before this hold was paid: the hold is there, held,
+            // expired or released. The order replaces it (once every check passed).
+            Holds::iterator replaced = holds.end();
+            if (auto it = holds.find(cmd.hold_token);
+                it != holds.end() && reopened == orders.end()) {
+                if (!repairing) {
+                    return Failure(errc::order_conflict,
+                                   "hold " + cmd.hold_token + " is in storage: it is not lost");
+                }
+                if (it->second.status == Status::confirmed) {
+                    return Failure(errc::order_conflict, "hold " + cmd.hold_token +
+                                                             " was confirmed as another order");
+                }
+                replaced = it;
             }
             auto zone = zone_for(cmd.zone);
             if (!zone) return std::move(zone).error();
@@ -489,7 +569,8 @@ private:
                     slot = it->second;
                 }
                 if (!slot) unknown.push_back(seat);
-                else if (z.slots[*slot].state != SeatState::free ||
+                else if (z.slots[*slot].state == SeatState::paid ||
+                         (z.slots[*slot].state == SeatState::held && !repairing) ||
                          std::find(slots.begin(), slots.end(), *slot) != slots.end())
                     taken.push_back(seat);
                 else slots.push_back(*slot);
@@ -503,6 +584,28 @@ private:
                                "order " + cmd.order_id + " cannot be restored: " + join(taken) +
                                    " of zone " + cmd.zone + " held or paid by another",
                                taken);
+            }
+            if (replaced != holds.end()) {
+                if (replaced->second.status == Status::held) {
+                    expire_now(&replaced->first, replaced->second, now);
+                }
+                pending_expired.erase(replaced->first);
+                if (replaced->second.keyed_as) keyed.erase(keyed.find(*replaced->second.keyed_as));
+                forget_record(&replaced->first);
+                holds.erase(replaced);
+            }
+            // The paid order wins over a hold made after the storage went back.
+            for (std::size_t slot : slots) {
+                if (z.slots[slot].state != SeatState::held) continue;
+                const std::string* holding = z.slots[slot].owner;
+                expire_now(holding, holds.at(*holding), now);
+            }
+            if (reopened != orders.end()) {
+                Order& order = reopened->second;
+                order.cancelled = false;
+                holder(order.holder).second.paid += static_cast<std::int64_t>(slots.size());
+                take_slots(z, slots, SeatState::paid, &reopened->first);
+                return order;
             }
             auto [order, inserted] = orders.emplace(
                 cmd.order_id, Order{cmd.order_id, spec.id, cmd.holder, cmd.zone, cmd.seats,

@@ -2,7 +2,9 @@
 -- Cancelling a cancelled order returns it again.
 -- KEYS: the event keys
 -- ARGV: prefix, event, order, check_holder (0|1), holder (empty unless checked)
--- Returns {1, order, holder, zone, {seats}, token, paid_at_ms, cancelled} or a refusal.
+-- Returns {1, order, holder, zone, {seats}, token, paid_at_ms, cancelled, version} or a
+-- refusal; version: the event's, raised by one (field ver, written with the order, or by
+-- HINCRBY when the order was cancelled before).
 arg_count(5, 'cancel')
 local K = arg_event(1)
 arg_id(3, 'order id')
@@ -19,9 +21,9 @@ check_keys(K)
 
 local now = now_ms()
 local order_field = 'o:' .. order
-local ev = call('HMGET', K.event, 'id', 'due', order_field)
+local ev = call('HMGET', K.event, 'id', 'due', order_field, 'ver')
 if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
-if sweep(K, now, ev[2]) then ev = call('HMGET', K.event, 'id', 'due', order_field) end
+if sweep(K, now, ev[2]) then ev = call('HMGET', K.event, 'id', 'due', order_field, 'ver') end
 
 if not ev[3] then
   return refuse('unknown_order', 'no order ' .. order .. ' in event ' .. event)
@@ -30,7 +32,7 @@ local o = order_of(ev[3])
 if holder and holder ~= o.holder then
   return refuse('not_owner', 'order ' .. order .. ' belongs to another holder than ' .. holder)
 end
-if o.cancelled then return order_reply(order, o) end
+if o.cancelled then return order_reply(order, o, raise_version(K)) end
 -- Frees the order's seats that are still paid by it.
 local fields = {}
 for i = 2, #o.flat, 2 do fields[#fields + 1] = o.zone .. ':' .. o.flat[i] end
@@ -50,5 +52,6 @@ if #mine > 0 then
 end
 count_paid(K, 'v:' .. o.holder, -#fields)
 o.cancelled = true
-call('HSET', K.event, order_field, order_text(o))
-return order_reply(order, o)
+local version, version_at = next_version(K, ev[4])
+call('HSET', K.event, order_field, order_text(o), 'ver', version_at)
+return order_reply(order, o, version)

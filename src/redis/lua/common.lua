@@ -37,6 +37,9 @@
 --                         long as the hold's record
 --     o:<order>           an order: "<holder> <zone> <token> <paid_at> <cancelled> <pairs>"
 --     due                 no later than the earliest timer (absent: no timer)
+--     ver                 the event's version (EventVersion; absent: 0): every successful
+--                         write raises it by one in its own call, and answers it; so does
+--                         a sweep that expired a hold (sweep, raise_version)
 --   Ids never contain spaces (arg_ids), so records split on spaces; <pairs> is the seats'
 --   slot-seat pairs, the arguments ZADD takes to put them back in the free set, as
 --   MessagePack (cmsgpack).
@@ -247,6 +250,8 @@ local function arg_event(i)
     deadlines = prefix .. ':deadlines' .. tag, expired = prefix .. ':expired' .. tag,
     released = prefix .. ':released' .. tag .. ':',
     free = free_key, seats = seats_key, zone_keys = {free = {}, seats = {}}, zone_names = 0,
+    -- The last version written, and its digits (next_version).
+    ver = 0, ver_text = false,
   }
   if key_memo_size >= 1000 then KEY_MEMO, key_memo_size = {}, 0 end
   by_event = KEY_MEMO[prefix] or {}
@@ -464,9 +469,32 @@ local function same_request(h, zone, asked, n)
 end
 
 -- The reply to a hold call answered by an existing hold: {1, zone, {seats}, expires,
--- status, order, replayed}.
-local function hold_reply(h, replayed)
-  return {1, h.zone, seats_of(h.flat), h.expires, h.status, h.order or '', replayed and 1 or 0}
+-- status, order, replayed, version}.
+local function hold_reply(h, replayed, version)
+  return {1, h.zone, seats_of(h.flat), h.expires, h.status, h.order or '', replayed and 1 or 0, version}
+end
+
+-- Raises the event's version by one (field ver) and returns the new one: for the steps
+-- that write no field of the event hash otherwise, or only on a path seldom taken (a
+-- retry answered from storage); the hot paths write ver+1 in the HSET they do anyway.
+local function raise_version(K)
+  return call('HINCRBY', K.event, 'ver', '1')
+end
+
+-- The version after `ver` (field ver of the event K as HMGET read it, false while
+-- absent), as a number and as digits for HSET. The digits a call wrote are nearly always
+-- what the next call on the event reads: K remembers them with their value, so the next
+-- call makes no number of them (equal strings are one string in Lua: one comparison).
+local function next_version(K, ver)
+  local version
+  if ver and ver == K.ver_text then
+    version = K.ver + 1
+  else
+    version = (ver or 0) + 1
+  end
+  local text = digits(version)
+  K.ver, K.ver_text = version, text
+  return version, text
 end
 
 -- Deletes a hold's record and its idempotency key's field.
@@ -537,8 +565,8 @@ local function order_text(o)
     o.cancelled and '1' or '0') .. pack_pairs(o.flat)
 end
 
-local function order_reply(id, o)
-  return {1, id, o.holder, o.zone, seats_of(o.flat), o.token, o.paid_at, o.cancelled and 1 or 0}
+local function order_reply(id, o, version)
+  return {1, id, o.holder, o.zone, seats_of(o.flat), o.token, o.paid_at, o.cancelled and 1 or 0, version}
 end
 
 -- A holder's counters: field u:<holder> = held seats + HOLD_UNIT * active holds, so that
@@ -594,31 +622,46 @@ local function put_count(set, gone, field, value)
   end
 end
 
--- Expires one active hold (sweep): its seats are free, its holder's counters drop, its
--- record says expired and its expiry is queued for expired().
-local function expire_hold(K, token, now)
-  local field = 'h:' .. token
-  local text = call('HGET', K.event, field)
-  if not text then return end
-  local h = hold_of(text)
-  -- A released hold's timer is the end of its memory.
-  if h.status == 'released' then return forget_hold(K, token, h) end
-  if h.status ~= 'held' then return end
+-- Ends active hold h (hold_of) as if it expired at `now`: its seats are free, its
+-- holder's counters drop, its record says expired (at `now` at the latest) and its expiry
+-- is queued for expired(). Its timer is the caller's to remove (the sweep's ZREM, or
+-- restore_order's).
+local function end_hold(K, token, h, now)
   chunked('ZADD', K:free(h.zone), h.flat)
   count_holds(K, 'u:' .. h.holder, -#h.flat / 2, -1)
   h.status = 'expired'
-  call('HSET', K.event, field, hold_text(h))
+  h.expires = math.min(h.expires, now)
+  call('HSET', K.event, 'h:' .. token, hold_text(h))
   call('ZADD', K.expired, now, token)
+end
+
+-- Runs the timer of one hold (sweep): an active hold expires (end_hold), a released one's
+-- memory ends. Returns true when it expired an active hold.
+local function expire_hold(K, token, now)
+  local text = call('HGET', K.event, 'h:' .. token)
+  if not text then return false end
+  local h = hold_of(text)
+  -- A released hold's timer is the end of its memory.
+  if h.status == 'released' then
+    forget_hold(K, token, h)
+    return false
+  end
+  if h.status ~= 'held' then return false end
+  end_hold(K, token, h, now)
+  return true
 end
 
 -- Runs the event's timers that are due (the sorted set "deadlines"): a member <token> is
 -- an active hold's deadline (expire_hold) or a released hold's end of memory, a member
--- f:<token> the time to forget an expired hold whose expiry was acknowledged. `due` is the event's "due" field, no later
--- than any timer: while it lies ahead, which is nearly always, the sweep costs nothing.
--- Afterwards "due" is the earliest timer left. Returns true when timers were due: the
--- caller reads again what it read of the event hash.
+-- f:<token> the time to forget an expired hold whose expiry was acknowledged. `due` is
+-- the event's "due" field, no later than any timer: while it lies ahead, which is nearly
+-- always, the sweep costs nothing. Afterwards "due" is the earliest timer left; the
+-- event's version is one higher when an active hold expired (as HoldTable's sweep does
+-- it). Returns true when timers were due: the caller reads again what it read of the
+-- event hash.
 local function sweep(K, now, due)
   if not due or due + 0 > now then return false end
+  local expired = false
   while true do
     local entries = call('ZRANGEBYSCORE', K.deadlines, '-inf', now, 'LIMIT', 0, 500)
     if #entries == 0 then break end
@@ -628,12 +671,13 @@ local function sweep(K, now, due)
         local text = call('HGET', K.event, 'h:' .. token)
         -- A hold confirmed late is kept with its order.
         if text and status_word(text) == 'expired' then forget_hold(K, token, hold_of(text)) end
-      else
-        expire_hold(K, entry, now)
+      elseif expire_hold(K, entry, now) then
+        expired = true
       end
     end
     chunked('ZREM', K.deadlines, entries)
   end
+  if expired then raise_version(K) end
   local first = call('ZRANGE', K.deadlines, 0, 0, 'WITHSCORES')
   if first[2] then
     call('HSET', K.event, 'due', first[2])

@@ -2,10 +2,13 @@
 -- With `late`, an expired hold is paid anyway when every one of its seats is still free.
 -- KEYS: the event keys
 -- ARGV: prefix, event, token, order, late (0|1), max_seats (0 = none)
--- Returns {1, order, holder, zone, {seats}, token, paid_at_ms, cancelled} or a refusal.
+-- Returns {1, order, holder, zone, {seats}, token, paid_at_ms, cancelled, version} or a
+-- refusal; version: the event's, which every confirm that succeeds raises by one.
 -- A confirm of an active hold runs 6 commands: TIME, HMGET of the event hash, HMGET of the
--- counters, ZREM of the deadline, HSET of the paid seats, HSET of the event hash (the hold,
--- the order, the counters), and HDEL of the holder's held count once it is back at 0.
+-- counters and the version, ZREM of the deadline, HSET of the paid seats, HSET of the
+-- event hash (the hold, the order, the counters, the version), and HDEL of the holder's
+-- held count once it is back at 0. A retry (the order exists) runs TIME, HMGET and an
+-- HINCRBY of the version.
 arg_count(6, 'confirm')
 local K = arg_event(1)
 local event, order = ARGV[2], ARGV[4]
@@ -25,7 +28,7 @@ if sweep(K, now, ev[2]) then ev = call('HMGET', K.event, 'id', 'due', hold_field
 
 if ev[4] then
   local o = order_of(ev[4])
-  if o.token == token then return order_reply(order, o) end -- a retry
+  if o.token == token then return order_reply(order, o, raise_version(K)) end -- a retry
   return refuse('order_conflict', 'order ' .. order .. ' already paid another hold')
 end
 if not ev[3] then return missing_hold(K, token, now) end
@@ -39,10 +42,11 @@ if status == 'released' or (status == 'expired' and not late) then return inacti
 local blob = sub(text, pairs_at)
 local seats = seats_of(unpack_pairs(blob))
 local n = #seats
--- The holder's counters (u: held seats and active holds, v: paid seats) and the zone's
--- paid count, read once and written with the records (counts_of, count_holds).
+-- The holder's counters (u: held seats and active holds, v: paid seats), the zone's paid
+-- count and the event's version, read once and written with the records (counts_of,
+-- count_holds).
 local counts_field, paid_field, zone_paid_field = 'u:' .. holder, 'v:' .. holder, 'p:' .. zone
-local counts = call('HMGET', K.event, counts_field, paid_field, zone_paid_field)
+local counts = call('HMGET', K.event, counts_field, paid_field, zone_paid_field, 'ver')
 local set, gone = {}, {} -- HSET's and HDEL's arguments
 if status == 'expired' then
   -- confirm_late: the same seats, if every one is still free (in its zone's free set:
@@ -82,6 +86,9 @@ set[#set + 1] = holder .. ' ' .. zone .. ' ' .. token .. ' ' .. digits(now) .. '
 put_count(set, gone, paid_field, (counts[2] and counts[2] + 0 or 0) + n)
 set[#set + 1] = zone_paid_field
 set[#set + 1] = digits((counts[3] and counts[3] + 0 or 0) + n)
+local version, version_at = next_version(K, counts[4])
+set[#set + 1] = 'ver'
+set[#set + 1] = version_at
 call('HSET', K.event, unpack(set))
 if #gone > 0 then call('HDEL', K.event, unpack(gone)) end
-return {1, order, holder, zone, seats, token, now, 0} -- order_reply
+return {1, order, holder, zone, seats, token, now, 0, version} -- order_reply

@@ -1,14 +1,18 @@
 -- event_create.lua: stores an event's inventory (HoldTable::create_event). The same spec
 -- again succeeds; another spec under the same id is refused. With a last argument
 -- 'hidden' (HoldTable::begin_recovery) a new event is stored without its `id` field:
--- every call on it answers unknown_event until event_show.lua writes it.
+-- every call on it answers unknown_event until event_show.lua writes it. With
+-- 'hide_existing' instead, an existing event (of the same spec) is hidden too, as it
+-- stands, and its version raised by one (a rollback detected: Recovery::rolled_back).
+-- A new event's version is 0 (no field ver).
 -- KEYS: event:{e}, then for each zone: free:<zone>, seats:<zone>
 -- ARGV: prefix, event, name, zone count, then for each zone:
 --       id, kind (named|general_admission), n (seats or capacity),
 --       and for named zones n pairs of seat id, row ('' when the zone has no rows),
---       then optionally 'hidden'
--- Returns {1, spec_json, created (0|1), shown (0|1)}: the canonical spec, for the events
--- index, whether this call stored the event, and whether it is shown.
+--       then optionally 'hidden' or 'hide_existing'
+-- Returns {1, spec_json, created (0|1), shown (0|1), rolled_back (0|1)}: the canonical
+-- spec, for the events index, whether this call stored the event, whether it is shown,
+-- and whether this call hid an existing event.
 local K = arg_event(1)
 local event = ARGV[2]
 local name = ARGV[3]
@@ -48,7 +52,8 @@ for _ = 1, zone_count do
   expected_keys[#expected_keys + 1] = K:free(id)
   expected_keys[#expected_keys + 1] = K:seats(id)
 end
-local hidden = #ARGV == i and ARGV[i] == 'hidden'
+local hide_existing = #ARGV == i and ARGV[i] == 'hide_existing'
+local hidden = hide_existing or (#ARGV == i and ARGV[i] == 'hidden')
 if #ARGV ~= i - 1 and not hidden then malformed('expected ' .. (i - 1) .. ' ARGV, got ' .. #ARGV) end
 if #KEYS ~= #expected_keys then malformed('expected ' .. #expected_keys .. ' KEYS, got ' .. #KEYS) end
 for k, key in ipairs(expected_keys) do
@@ -59,8 +64,14 @@ end
 local spec = cjson.encode({name, zones})
 local existing = call('HMGET', K.event, 'spec', 'id')
 if existing[1] then
-  if existing[1] == spec then return {1, spec, 0, existing[2] and 1 or 0} end
-  return refuse('event_exists', 'event ' .. event .. ' already exists with another inventory')
+  if existing[1] ~= spec then
+    return refuse('event_exists', 'event ' .. event .. ' already exists with another inventory')
+  end
+  if not hide_existing then return {1, spec, 0, existing[2] and 1 or 0, 0} end
+  -- Hidden as it stands (again, when hidden already: each call is one step).
+  call('HDEL', K.event, 'id')
+  raise_version(K)
+  return {1, spec, 0, 0, 1}
 end
 
 -- Each zone's record is a field of the event hash (common.lua); the seat index and the
@@ -96,4 +107,4 @@ for _, zone in ipairs(zones) do
   end
 end
 chunked('HSET', K.event, fields)
-return {1, spec, 1, hidden and 0 or 1}
+return {1, spec, 1, hidden and 0 or 1, 0}

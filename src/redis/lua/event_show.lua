@@ -1,13 +1,18 @@
 -- event_show.lua: shows an event that begin_recovery stored hidden (HoldTable::end_recovery):
--- writes its `id` field, from when on calls on it work. A no-op on a shown event.
+-- writes its `id` field, from when on calls on it work, and raises its version above
+-- `at_least` (the highest version the caller saw, or its records hold): max(ver, at_least)
+-- + 1. On a shown event it only raises the version.
 -- KEYS: event:{e}
--- ARGV: prefix, event
--- Returns {1, spec_json} (for the events index) or unknown_event.
-arg_count(2, 'event_show')
+-- ARGV: prefix, event, at_least
+-- Returns {1, spec_json, version} (the spec for the events index) or unknown_event.
+arg_count(3, 'event_show')
 local K = arg_event(1)
 local event = ARGV[2]
+-- A version stays an integer a double holds exactly (Lua's numbers) after it is raised.
+local at_least = arg_int(3, 'version at least', 0, 2 ^ 53 - 2)
 if #KEYS ~= 1 or KEYS[1] ~= K.event then malformed('KEYS[1] should be ' .. K.event) end
-local spec = call('HGET', K.event, 'spec')
-if not spec then return refuse('unknown_event', 'no event ' .. event, {event}) end
-call('HSET', K.event, 'id', event)
-return {1, spec}
+local ev = call('HMGET', K.event, 'spec', 'ver')
+if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
+local version = math.max(ev[2] and ev[2] + 0 or 0, at_least) + 1
+call('HSET', K.event, 'id', event, 'ver', digits(version))
+return {1, ev[1], version}

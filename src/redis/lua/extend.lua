@@ -2,7 +2,8 @@
 -- never earlier than it already is (HoldTable::extend).
 -- KEYS: the event keys
 -- ARGV: prefix, event, token, ttl_ms, max_lifetime_ms
--- Returns {1, holder, zone, {seats}, expires_ms} or a refusal.
+-- Returns {1, holder, zone, {seats}, expires_ms, version} or a refusal; version: the
+-- event's, raised by one (field ver, written with the record).
 arg_count(5, 'extend')
 local K = arg_event(1)
 local event = ARGV[2]
@@ -13,15 +14,16 @@ check_keys(K)
 
 local now = now_ms()
 local hold_field = 'h:' .. token
-local ev = call('HMGET', K.event, 'id', 'due', hold_field)
+local ev = call('HMGET', K.event, 'id', 'due', hold_field, 'ver')
 if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
-if sweep(K, now, ev[2]) then ev = call('HMGET', K.event, 'id', 'due', hold_field) end
+if sweep(K, now, ev[2]) then ev = call('HMGET', K.event, 'id', 'due', hold_field, 'ver') end
 if not ev[3] then return missing_hold(K, token, now) end
 local h = hold_of(ev[3])
 if h.status ~= 'held' then return inactive(token, h) end
 -- Capped, never refused: the hold lives at most max_lifetime from its creation. The
 -- deadline only moves later, so "due" stays no later than every timer.
 h.expires = math.max(h.expires, math.min(now + ttl, h.created + max_lifetime))
-call('HSET', K.event, hold_field, hold_text(h))
+local version, version_at = next_version(K, ev[4])
+call('HSET', K.event, hold_field, hold_text(h), 'ver', version_at)
 call('ZADD', K.deadlines, h.expires, token)
-return {1, h.holder, h.zone, seats_of(h.flat), h.expires}
+return {1, h.holder, h.zone, seats_of(h.flat), h.expires, version}

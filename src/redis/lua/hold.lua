@@ -3,16 +3,19 @@
 -- ARGV: prefix, event, holder, token, zone, kind (seats|quantity|best_available),
 --       n, ttl_ms, max_seats (0 = none), one_active (0|1), idempotency key ('' for none),
 --       then n seat ids for `seats`
--- Returns, for a new hold, its expiry (expires_ms, a bare integer) when it names its seats,
--- else {1, expires_ms, seats...} (one table: each table costs a reply more to write);
--- {1, zone, {seats}, expires_ms, status, order, replayed} for a remembered one (this
--- token, or this key); or a refusal.
+-- Returns, for a new hold, "<expires_ms> <version>" (a bulk string: a table costs a reply
+-- more to write, and both numbers are digits already) when it names its seats, else
+-- {1, expires_ms, version, seats...} (one table); {1, zone, {seats}, expires_ms, status,
+-- order, replayed, version} for a remembered one (this token, or this key; then its
+-- token follows); or a refusal. version: the event's, which every hold that succeeds
+-- raises by one (field ver, read by the HMGET and written by the HSET a new hold does
+-- anyway; a remembered one is answered after one HINCRBY).
 -- A hold of named seats runs 6 commands: TIME, one HMGET of the event hash (event, timers,
--- zone, an earlier try with this token, the holder's counters), ZMSCORE and ZREM on the
--- zone's free set, one HSET of the event hash (the hold, the holder's counter) and one ZADD
--- of the deadline. A hold of a quantity in a general-admission zone runs 6 too, or 5 when
--- every place it gets is new: the HMGET reads the zone's next place as well, ZRANGE finds
--- the lowest released places, ZREM takes them.
+-- zone, an earlier try with this token, the holder's counters, the version), ZMSCORE and
+-- ZREM on the zone's free set, one HSET of the event hash (the hold, the holder's counter,
+-- the version) and one ZADD of the deadline. A hold of a quantity in a general-admission
+-- zone runs 6 too, or 5 when every place it gets is new: the HMGET reads the zone's next
+-- place as well, ZRANGE finds the lowest released places, ZREM takes them.
 local kind = ARGV[6]
 if kind ~= 'seats' and kind ~= 'quantity' and kind ~= 'best_available' then
   malformed('hold kind (ARGV[6])')
@@ -82,16 +85,16 @@ local key_field = key ~= '' and 'k:' .. holder .. ':' .. key
 -- A general-admission zone's first place never taken (n:<zone>), read only for a hold of a
 -- quantity.
 local next_field = kind ~= 'seats' and 'n:' .. zone
--- The event hash's fields a hold reads, then the idempotency key's (ev[7]) and the zone's
--- next place (ev[8]) when it needs either ('id' again in the place of the other); read
+-- The event hash's fields a hold reads, then the idempotency key's (ev[8]) and the zone's
+-- next place (ev[9]) when it needs either ('id' again in the place of the other); read
 -- again after a sweep that ran timers (the second sweep finds none due).
 local ev
 repeat
   if key_field or next_field then
     ev = call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field,
-      key_field or 'id', next_field or 'id')
+      'ver', key_field or 'id', next_field or 'id')
   else
-    ev = call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field)
+    ev = call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field, 'ver')
   end
   if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
 until not sweep(K, now, ev[2])
@@ -100,19 +103,19 @@ if ev[4] then
   -- A retry of a hold whose reply was lost.
   local h = hold_of(ev[4])
   if h.holder ~= holder then return refuse('invalid_argument', 'hold token already used') end
-  return hold_reply(h, false)
+  return hold_reply(h, false, raise_version(K))
 end
-if key ~= '' and ev[7] then
+if key ~= '' and ev[8] then
   -- The holder used this idempotency key before: that hold, as it stands.
-  local text = call('HGET', K.event, 'h:' .. ev[7])
+  local text = call('HGET', K.event, 'h:' .. ev[8])
   if text then
     local h = hold_of(text)
     if not same_request(h, zone, asked, n) then
       return refuse('invalid_argument', 'idempotency key ' .. key ..
-        ' was used for another request (hold ' .. ev[7] .. ')')
+        ' was used for another request (hold ' .. ev[8] .. ')')
     end
-    local reply = hold_reply(h, true)
-    reply[#reply + 1] = ev[7]
+    local reply = hold_reply(h, true, raise_version(K))
+    reply[#reply + 1] = ev[8]
     return reply
   end
 end
@@ -176,7 +179,7 @@ else
     -- as there are left (capacity - next + 1). When fewer than n are listed, those are all
     -- of them, and the count is exact; with n listed it does not matter.
     lowest = call('ZRANGE', free_key, 0, n - 1, 'WITHSCORES')
-    next_place = tonumber(ev[8])
+    next_place = tonumber(ev[9])
     free = #lowest / 2 + capacity - next_place + 1
   else
     listed_free = call('ZCARD', free_key)
@@ -258,11 +261,14 @@ if not ev[2] or expires < ev[2] + 0 then
   set[#set + 1] = 'due'
   set[#set + 1] = expires_at
 end
+local version, version_at = next_version(K, ev[7])
+set[#set + 1] = 'ver'
+set[#set + 1] = version_at
 call('HSET', K.event, unpack(set))
 call('ZADD', K.deadlines, expires_at, token)
--- Named seats: the caller has them, the expiry is all it is told.
-if kind == 'seats' then return expires end
--- Room for 6 seats, as `set`.
-local reply = {1, expires, nil, nil, nil, nil, nil, nil}
-for i = 1, #seats do reply[i + 2] = seats[i] end
+-- Named seats: the caller has them, the expiry and the version are all it is told.
+if kind == 'seats' then return expires_at .. ' ' .. version_at end
+-- Room for 6 seats.
+local reply = {1, expires, version, nil, nil, nil, nil, nil, nil}
+for i = 1, #seats do reply[i + 3] = seats[i] end
 return reply

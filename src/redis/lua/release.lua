@@ -5,12 +5,15 @@
 -- status released in the event hash until its timer (now the end of that memory) runs.
 -- KEYS: the event keys
 -- ARGV: prefix, event, token
--- Returns 1 (a bare integer: a table costs a reply more to write) or a refusal.
--- Runs 7 commands: TIME, HMGET of the event hash, ZADD of the seats, HINCRBY of the
+-- Returns the event's version after the release, which every release that succeeds raises
+-- by one (a bare integer, above 0: a table costs a reply more to write), or a refusal.
+-- Runs 8 commands: TIME, HMGET of the event hash, ZADD of the seats, HINCRBY of the
 -- holder's counter, ZREM of the deadline, HDEL of the hold (and of the counter, once at 0),
 -- HSET of the minute's hash of released holds (and, once a minute, its PEXPIREAT and the
--- HSET of "rb"). With a key: ZADD of the deadline and HSET of the record instead of ZREM,
--- HDEL and that HSET.
+-- HSET of "rb"), HINCRBY of the version (raise_version: no write of the event hash here
+-- could carry it). With a key: ZADD of the deadline and HSET of the record instead of
+-- ZREM, HDEL and that HSET. A retry (released or expired before) runs TIME, HMGET and the
+-- HINCRBY.
 arg_count(3, 'release')
 local K = arg_event(1)
 local event = ARGV[2]
@@ -20,15 +23,15 @@ check_keys(K)
 local now = now_ms()
 local hold_field = 'h:' .. token
 local ev = call('HMGET', K.event, 'id', 'due', hold_field, 'rb')
-if sweep(K, now, ev[2]) then ev = call('HMGET', K.event, 'id', 'due', hold_field, 'rb') end
 if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
+if sweep(K, now, ev[2]) then ev = call('HMGET', K.event, 'id', 'due', hold_field, 'rb') end
 local text = ev[3]
 if not text then
-  if was_released(K, token, now) then return 1 end -- a retry
+  if was_released(K, token, now) then return raise_version(K) end -- a retry
   return refuse('unknown_hold', 'no hold ' .. token .. ' in event ' .. event)
 end
 local status, rest, holder, zone, pairs_at = hold_head(text)
-if status == 'expired' or status == 'released' then return 1 end
+if status == 'expired' or status == 'released' then return raise_version(K) end
 if status ~= 'held' then return inactive(token, hold_of(text)) end
 local flat = unpack_pairs(sub(text, pairs_at))
 chunked('ZADD', K:free(zone), flat)
@@ -39,7 +42,7 @@ if sub(text, rest, rest) ~= '=' then
   call('ZREM', K.deadlines, token)
   count_holds(K, 'u:' .. holder, -#flat / 2, -1, hold_field)
   remember_release(K, token, now, ev[4])
-  return 1
+  return raise_version(K)
 end
 count_holds(K, 'u:' .. holder, -#flat / 2, -1)
 local forget_at = now + RELEASED_MEMORY_MS
@@ -52,4 +55,4 @@ if ev[2] and forget_at >= ev[2] + 0 then
 else
   call('HSET', K.event, hold_field, record, 'due', forget)
 end
-return 1
+return raise_version(K)

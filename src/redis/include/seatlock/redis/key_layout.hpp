@@ -22,8 +22,8 @@ public:
     [[nodiscard]] std::string events_index() const { return prefix_ + ":events"; }
 
     /// <prefix>:<kind>:{event} — one key per event and kind (event, paid, deadlines,
-    /// expired). The event hash also holds the zones', holds', orders' and holders' records
-    /// (lua/common.lua).
+    /// expired). The event hash also holds the zones', holds', orders' and holders' records,
+    /// and the event's version (field ver) (lua/common.lua).
     [[nodiscard]] std::string event_key(std::string_view kind, std::string_view event) const {
         return prefix_ + ":" + std::string(kind) + ":{" + std::string(event) + "}";
     }
