@@ -48,7 +48,35 @@ CREATE TABLE IF NOT EXISTS event_storage (
     event  TEXT PRIMARY KEY,
     epoch  INTEGER NOT NULL   -- recoveries of the event after the storage lost it
 );
+-- One row per seat sold: the database itself refuses to sell a seat twice, whatever the
+-- storage said (one that went back to older data would sell a paid seat again).
+CREATE TABLE IF NOT EXISTS sold_seats (
+    event     TEXT NOT NULL,
+    zone      TEXT NOT NULL,
+    seat      TEXT NOT NULL,
+    order_id  TEXT NOT NULL,
+    PRIMARY KEY (event, zone, seat)
+);
+CREATE INDEX IF NOT EXISTS sold_by_order ON sold_seats(order_id);
+-- Payments refused because their seats were sold already: kept for a refund.
+CREATE TABLE IF NOT EXISTS refused_payments (
+    order_id       TEXT PRIMARY KEY,   -- the payment id
+    event          TEXT NOT NULL,
+    holder         TEXT NOT NULL,
+    zone           TEXT NOT NULL,
+    seats          TEXT NOT NULL,
+    hold_token     TEXT NOT NULL,
+    sold_to        TEXT NOT NULL,      -- the order that has the seats
+    refused_at_ms  INTEGER NOT NULL
+);
 )sql";
+
+// Added to files written before they existed (see Database::migrate_columns).
+constexpr const char* added_columns[][3] = {
+    // The event version seatlock answered the write with: the storage must never be below it.
+    {"orders", "version", "INTEGER NOT NULL DEFAULT 0"},
+    {"pending_reservations", "version", "INTEGER NOT NULL DEFAULT 0"},
+};
 
 std::string seats_json(const std::vector<std::string>& seats) {
     boost::json::array array;
@@ -196,6 +224,7 @@ Database::Database(const std::string& path) {
         exec("PRAGMA synchronous = NORMAL");
         migrate_closed_holds();
         exec(schema);
+        migrate_columns();
         auto prepare = [this](const char* sql) {
             statements_.push_back(std::make_unique<Statement>(*this, sql));
             return statements_.back().get();
@@ -203,8 +232,8 @@ Database::Database(const std::string& path) {
         insert_pending_ = prepare(
             "INSERT INTO pending_reservations (hold_token, event, holder, zone, seats, "
             "expires_at_ms,"
-            " fencing_token, created_at_ms)"
-            " SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8"
+            " fencing_token, created_at_ms, version)"
+            " SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9"
             " WHERE NOT EXISTS (SELECT 1 FROM closed_holds WHERE hold_token = ?1)"
             " ON CONFLICT (hold_token) DO NOTHING");
         update_pending_ = prepare(
@@ -222,12 +251,28 @@ Database::Database(const std::string& path) {
         insert_order_ = prepare(
             "INSERT INTO orders (order_id, event, holder, zone, seats, hold_token, status, "
             "paid_at_ms,"
-            " fencing_token) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'paid', ?7, ?8) ON CONFLICT DO "
-            "NOTHING");
+            " fencing_token, version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'paid', ?7, ?8, ?9)"
+            " ON CONFLICT DO NOTHING");
+        // No ON CONFLICT: the primary key refuses a second sale of a seat (add_order looks
+        // first, to name the order that has it).
+        insert_sold_ = prepare("INSERT INTO sold_seats (event, zone, seat, order_id)"
+                               " SELECT ?1, ?2, value, ?3 FROM json_each(?4)");
+        select_sold_to_ = prepare(
+            "SELECT DISTINCT s.order_id FROM sold_seats s, json_each(?3) j"
+            " WHERE s.event = ?1 AND s.zone = ?2 AND s.seat = j.value AND s.order_id <> ?4");
+        delete_sold_ = prepare("DELETE FROM sold_seats WHERE order_id = ?1");
+        insert_refused_ = prepare(
+            "INSERT INTO refused_payments (order_id, event, holder, zone, seats, hold_token,"
+            " sold_to, refused_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+            " ON CONFLICT (order_id) DO NOTHING");
+        select_refused_ = prepare(
+            "SELECT sold_to, seats FROM refused_payments WHERE order_id = ?1");
+        select_max_version_ = prepare(
+            "SELECT max(m) FROM (SELECT max(version) AS m FROM orders WHERE event = ?1"
+            " UNION ALL SELECT max(version) FROM pending_reservations WHERE event = ?1)");
         select_order_ = prepare(
             "SELECT order_id, event, holder, zone, seats, hold_token, status, paid_at_ms, "
-            "fencing_token"
-            " FROM orders WHERE order_id = ?1");
+            "fencing_token, version FROM orders WHERE order_id = ?1");
         cancel_order_ = prepare(
             "UPDATE orders SET status = 'cancelled', cancelled_at_ms = coalesce(cancelled_at_ms, "
             "?3),"
@@ -235,7 +280,12 @@ Database::Database(const std::string& path) {
         prune_closed_ = prepare("DELETE FROM closed_holds WHERE closed_at_ms < ?1");
         select_paid_ = prepare(
             "SELECT order_id, event, holder, zone, seats, hold_token, status, paid_at_ms, "
-            "fencing_token FROM orders WHERE event = ?1 AND status = 'paid' ORDER BY paid_at_ms");
+            "fencing_token, version FROM orders WHERE event = ?1 AND status = 'paid'"
+            " ORDER BY paid_at_ms");
+        select_cancelled_ = prepare(
+            "SELECT order_id, event, holder, zone, seats, hold_token, status, paid_at_ms, "
+            "fencing_token, version FROM orders WHERE event = ?1 AND status = 'cancelled'"
+            " ORDER BY paid_at_ms");
         select_pending_of_ = prepare(
             "SELECT hold_token, holder FROM pending_reservations WHERE event = ?1");
         select_max_fence_ = prepare(
@@ -249,7 +299,7 @@ Database::Database(const std::string& path) {
             " AND expires_at_ms > ?3 ORDER BY created_at_ms, hold_token");
         select_orders_of_ = prepare(
             "SELECT order_id, event, holder, zone, seats, hold_token, status, paid_at_ms, "
-            "fencing_token FROM orders WHERE holder = ?1 AND (?2 IS NULL OR event = ?2)"
+            "fencing_token, version FROM orders WHERE holder = ?1 AND (?2 IS NULL OR event = ?2)"
             " ORDER BY paid_at_ms DESC, order_id");
         select_epoch_ = prepare("SELECT epoch FROM event_storage WHERE event = ?1");
         bump_epoch_ = prepare(
@@ -286,6 +336,34 @@ void Database::migrate_closed_holds() {
          " DROP TABLE closed_holds_before_lost; COMMIT;");
 }
 
+// Columns and rows that files written by an older server lack: the version columns, and
+// the seats of their paid orders in sold_seats.
+void Database::migrate_columns() {
+    bool added = false;
+    for (const auto& [table, column, declaration] : added_columns) {
+        sqlite3_stmt* stmt = nullptr;
+        bool found = false;
+        const std::string info = fmt::format("PRAGMA table_info({})", table);
+        if (sqlite3_prepare_v2(db_, info.c_str(), -1, &stmt, nullptr) == SQLITE_OK) {
+            while (sqlite3_step(stmt) == SQLITE_ROW) {
+                const auto* name = sqlite3_column_text(stmt, 1);
+                if (name && std::string_view(reinterpret_cast<const char*>(name)) == column) found = true;
+            }
+        }
+        sqlite3_finalize(stmt);
+        if (found) continue;
+        exec(fmt::format("ALTER TABLE {} ADD COLUMN {} {}", table, column, declaration).c_str());
+        added = true;
+    }
+    if (added) {
+        exec("INSERT OR IGNORE INTO sold_seats (event, zone, seat, order_id)"
+             " SELECT o.event, o.zone, j.value, o.order_id FROM orders o, json_each(o.seats) j"
+             " WHERE o.status = 'paid'");
+    }
+    exec("CREATE INDEX IF NOT EXISTS orders_by_version ON orders(event, version)");
+    exec("CREATE INDEX IF NOT EXISTS pending_by_version ON pending_reservations(event, version)");
+}
+
 void Database::exec(const char* sql) {
     char* error = nullptr;
     if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
@@ -314,6 +392,7 @@ RowWrite Database::add_pending(const PendingReservation& row, std::int64_t epoch
                            .bind(6, row.expires_at_ms)
                            .bind(7, as_column(row.fencing_token))
                            .bind(8, unix_ms_now())
+                           .bind(9, as_column(row.version))
                            .run() > 0;
     // Not added: the hold was closed, or its row is there already (a replay with the same
     // idempotency key raced the first call), which is this write done.
@@ -367,25 +446,46 @@ std::optional<HoldOwner> Database::hold_owner(const std::string& token) {
     return std::nullopt;
 }
 
-RowWrite Database::add_order(const OrderRecord& order, std::int64_t epoch) {
+RowWrite Database::add_order(const OrderRecord& order, std::int64_t epoch,
+                             std::string* sold_to) {
     std::lock_guard lock(mutex_);
     Transaction tx(*this);
     if (epoch_of(order.event) != epoch) return RowWrite::storage_recovered;
-    Statement::Use(*insert_order_)
-        .bind(1, order.order_id)
-        .bind(2, order.event)
-        .bind(3, order.holder)
-        .bind(4, order.zone)
-        .bind(5, seats_json(order.seats))
-        .bind(6, order.hold_token)
-        .bind(7, order.paid_at_ms)
-        .bind(8, as_column(order.fencing_token))
-        .run();
+    const std::string seats = seats_json(order.seats);
+    const bool inserted = Statement::Use(*insert_order_)
+                              .bind(1, order.order_id)
+                              .bind(2, order.event)
+                              .bind(3, order.holder)
+                              .bind(4, order.zone)
+                              .bind(5, seats)
+                              .bind(6, order.hold_token)
+                              .bind(7, order.paid_at_ms)
+                              .bind(8, as_column(order.fencing_token))
+                              .bind(9, as_column(order.version))
+                              .run() > 0;
     // The row may be ours already (a retried confirm): only another hold's row is a conflict.
     {
         Statement::Use select(*select_order_);
         if (!select.bind(1, order.order_id).step() || select.text(5) != order.hold_token)
             return RowWrite::refused;
+    }
+    if (inserted) {
+        // A seat another order has: the storage sold it twice. Nothing of this order is
+        // written (the transaction rolls back); the payment is kept for a refund.
+        {
+            Statement::Use taken(*select_sold_to_);
+            taken.bind(1, order.event).bind(2, order.zone).bind(3, seats).bind(4, order.order_id);
+            if (taken.step()) {
+                if (sold_to) *sold_to = taken.text(0);
+                return RowWrite::sold_twice;
+            }
+        }
+        Statement::Use(*insert_sold_)
+            .bind(1, order.event)
+            .bind(2, order.zone)
+            .bind(3, order.order_id)
+            .bind(4, seats)
+            .run();
     }
     Statement::Use(*delete_pending_).bind(1, order.hold_token).run();
     Statement::Use(*insert_closed_)
@@ -412,7 +512,8 @@ OrderRecord order_of(const Use& row) {
                        row.text(5),
                        row.text(6) == "cancelled",
                        row.integer(7),
-                       static_cast<std::uint64_t>(row.integer(8))};
+                       static_cast<std::uint64_t>(row.integer(8)),
+                       static_cast<seatlock::EventVersion>(row.integer(9))};
 }
 
 }  // namespace
@@ -427,6 +528,15 @@ std::optional<OrderRecord> Database::order(const std::string& order_id) {
 std::vector<OrderRecord> Database::paid_orders(const std::string& event) {
     std::lock_guard lock(mutex_);
     Statement::Use select(*select_paid_);
+    select.bind(1, event);
+    std::vector<OrderRecord> out;
+    while (select.step()) out.push_back(order_of(select));
+    return out;
+}
+
+std::vector<OrderRecord> Database::cancelled_orders(const std::string& event) {
+    std::lock_guard lock(mutex_);
+    Statement::Use select(*select_cancelled_);
     select.bind(1, event);
     std::vector<OrderRecord> out;
     while (select.step()) out.push_back(order_of(select));
@@ -515,8 +625,37 @@ RowWrite Database::cancel_order(const std::string& order_id, const std::string& 
                                .bind(2, as_column(fencing_token))
                                .bind(3, unix_ms_now())
                                .run() > 0;
+    if (cancelled) Statement::Use(*delete_sold_).bind(1, order_id).run();
     tx.commit();
     return cancelled ? RowWrite::recorded : RowWrite::refused;
+}
+
+void Database::refuse_payment(const OrderRecord& order, const std::string& sold_to) {
+    std::lock_guard lock(mutex_);
+    Statement::Use(*insert_refused_)
+        .bind(1, order.order_id)
+        .bind(2, order.event)
+        .bind(3, order.holder)
+        .bind(4, order.zone)
+        .bind(5, seats_json(order.seats))
+        .bind(6, order.hold_token)
+        .bind(7, sold_to)
+        .bind(8, unix_ms_now())
+        .run();
+}
+
+std::optional<RefusedPayment> Database::refused_payment(const std::string& order_id) {
+    std::lock_guard lock(mutex_);
+    Statement::Use select(*select_refused_);
+    if (!select.bind(1, order_id).step()) return std::nullopt;
+    return RefusedPayment{select.text(0), seats_from_json(select.text(1))};
+}
+
+seatlock::EventVersion Database::max_version(const std::string& event) {
+    std::lock_guard lock(mutex_);
+    Statement::Use select(*select_max_version_);
+    if (!select.bind(1, event).step()) return 0;
+    return static_cast<seatlock::EventVersion>(select.integer(0));
 }
 
 void Database::prune_closed_holds(std::int64_t before_ms) {

@@ -20,6 +20,7 @@
 // checked against the buyer who made it.
 #pragma once
 
+#include <seatlock/backend.hpp>
 #include <sqlite3.h>
 
 #include <cstdint>
@@ -48,6 +49,7 @@ struct PendingReservation {
     std::vector<std::string> seats;
     std::int64_t expires_at_ms = 0;  ///< Unix milliseconds
     std::uint64_t fencing_token = 0;  ///< of the last extend; 0 before (a hold takes no lock)
+    seatlock::EventVersion version = 0;  ///< the event's version seatlock answered the hold with
 };
 
 /// How a hold ended, as recorded in closed_holds. `lost`: the storage lost it (its event
@@ -57,8 +59,16 @@ enum class HoldOutcome { released, confirmed, expired, lost };
 /// What a write of a row after a storage change did (add_pending, add_order, cancel_order).
 enum class RowWrite {
     recorded,
-    refused,           ///< by the write's own rule (see each)
-    storage_recovered  ///< the event's storage epoch moved on: a recovery ran since `epoch`
+    refused,            ///< by the write's own rule (see each)
+    storage_recovered,  ///< the event's storage epoch moved on: a recovery ran since `epoch`
+    sold_twice          ///< add_order: another paid order has one of its seats; nothing written
+};
+
+/// A payment refused because its seats were sold to another order (add_order's
+/// sold_twice): kept for a refund.
+struct RefusedPayment {
+    std::string sold_to;  ///< the order that has the seats
+    std::vector<std::string> seats;
 };
 
 /// A hold to close (Database::close_holds).
@@ -85,6 +95,7 @@ struct OrderRecord {
     bool cancelled = false;
     std::int64_t paid_at_ms = 0;
     std::uint64_t fencing_token = 0;
+    seatlock::EventVersion version = 0;  ///< the event's version seatlock answered the confirm with
 };
 
 /// One SQLite connection (WAL mode, prepared statements), safe to share between threads:
@@ -123,12 +134,26 @@ public:
     /// Whose token this is, from the pending row or the closed-hold record.
     std::optional<HoldOwner> hold_owner(const std::string& token);
 
-    /// Records a paid order and closes its pending row, in one transaction; `epoch` as in
-    /// add_pending, read before the payment was made. Refused when the order id is already
-    /// used by another hold (order ids are unique server-wide); storage_recovered when the
-    /// epoch moved on: a recovery restored the event's paid orders without this one, and
-    /// the storage may have lost it.
-    RowWrite add_order(const OrderRecord& order, std::int64_t epoch);
+    /// Records a paid order, its seats as sold and closes its pending row, in one
+    /// transaction; `epoch` as in add_pending, read before the payment was made. Refused
+    /// when the order id is already used by another hold (order ids are unique
+    /// server-wide); storage_recovered when the epoch moved on: a recovery restored the
+    /// event's paid orders without this one, and the storage may have lost it;
+    /// sold_twice, writing nothing, when another paid order has one of its seats (the
+    /// storage sold it again: it went back to older data), naming that order in `sold_to`.
+    RowWrite add_order(const OrderRecord& order, std::int64_t epoch,
+                       std::string* sold_to = nullptr);
+
+    /// Keeps a payment whose seats were sold to `sold_to` (add_order's sold_twice), for a
+    /// refund. Idempotent.
+    void refuse_payment(const OrderRecord& order, const std::string& sold_to);
+
+    /// The refused payment with this id, if any.
+    std::optional<RefusedPayment> refused_payment(const std::string& order_id);
+
+    /// The highest event version any row of the event was written with (0 when none): the
+    /// storage must be at least there, or it went back to older data.
+    seatlock::EventVersion max_version(const std::string& event);
 
     /// The order with this id, if any.
     std::optional<OrderRecord> order(const std::string& order_id);
@@ -153,6 +178,10 @@ public:
     /// Every paid (not cancelled) order of an event, oldest first: what recovery restores.
     std::vector<OrderRecord> paid_orders(const std::string& event);
 
+    /// Every cancelled order of an event: what a storage that went back to older data may
+    /// have paid again.
+    std::vector<OrderRecord> cancelled_orders(const std::string& event);
+
     /// Closes every pending row of an event as lost, whatever its fencing token, and moves
     /// the event's storage epoch on, in one transaction: recovery calls it once the
     /// storage has lost the event and every hold in it. How many.
@@ -176,6 +205,7 @@ private:
 
     void exec(const char* sql);
     void migrate_closed_holds();
+    void migrate_columns();
     std::int64_t epoch_of(const std::string& event);
     [[noreturn]] void fail(const char* what) const;
 
@@ -194,11 +224,18 @@ private:
     Statement* prune_closed_ = nullptr;
     Statement* select_paid_ = nullptr;
     Statement* select_pending_of_ = nullptr;
+    Statement* select_cancelled_ = nullptr;
     Statement* select_max_fence_ = nullptr;
     Statement* select_holds_of_ = nullptr;
     Statement* select_orders_of_ = nullptr;
     Statement* select_epoch_ = nullptr;
     Statement* bump_epoch_ = nullptr;
+    Statement* insert_sold_ = nullptr;
+    Statement* select_sold_to_ = nullptr;
+    Statement* delete_sold_ = nullptr;
+    Statement* insert_refused_ = nullptr;
+    Statement* select_refused_ = nullptr;
+    Statement* select_max_version_ = nullptr;
 };
 
 /// Unix milliseconds now, the unit of every time column.

@@ -18,6 +18,7 @@ namespace asio = boost::asio;
 
 namespace {
 constexpr auto prune_every = std::chrono::hours(1);
+constexpr auto probe_every = std::chrono::seconds(1);
 }
 
 // What the job shares with whoever stops it: the timer it pauses on, on a strand of its own.
@@ -34,11 +35,23 @@ asio::awaitable<void> ExpiryDrain::run(std::shared_ptr<State> state, Ticketing& 
                                        std::chrono::milliseconds period) {
     bool failing = false;
     auto next_prune = std::chrono::steady_clock::now();
+    auto next_probe = next_prune;
     while (!state->stopping) {
         std::string failure;
         try {
+            // A storage that went back to older data is found within a second, traffic or
+            // not; the drain right after repairs the venue.
+            if (std::chrono::steady_clock::now() >= next_probe) {
+                // Due again one pass early: passes come every `period`, so probes come at
+                // most probe_every apart.
+                next_probe = std::chrono::steady_clock::now() + probe_every - period;
+                auto probed = co_await ticketing.probe_versions();
+                if (!probed && !probed.is(seatlock::errc::storage_lost)) {
+                    failure = probed.error().message();
+                }
+            }
             auto drained = co_await ticketing.drain_expired();
-            if (!drained) failure = drained.error().message();
+            if (!drained && failure.empty()) failure = drained.error().message();
             if (std::chrono::steady_clock::now() >= next_prune) {
                 co_await ticketing.prune_closed_holds();
                 next_prune += prune_every;

@@ -50,6 +50,10 @@ std::string Metrics::render() const {
     counter("seatlock_ticketing_restore_conflicts_total",
             "Paid orders that recovery could not put back: their seats were taken meanwhile.",
             restore_conflicts_.load());
+    counter("seatlock_ticketing_payments_refused_total",
+            "Payments the order database refused: their seats were sold already (the storage "
+            "went back to older data). Each is kept in refused_payments for a refund.",
+            payments_refused_.load());
 
     std::lock_guard lock(maps_mutex_);
     out +=

@@ -32,6 +32,8 @@ public:
     void holds_lost(std::uint64_t n) { holds_lost_.fetch_add(n, std::memory_order_relaxed); }
     /// A paid order recovery could not put back (its seats were taken meanwhile).
     void restore_conflict() { restore_conflicts_.fetch_add(1, std::memory_order_relaxed); }
+    /// A payment the database refused because its seats were sold already (kept for a refund).
+    void payment_refused() { payments_refused_.fetch_add(1, std::memory_order_relaxed); }
     /// A request refused by the state of the seats or of a hold: "seat_taken",
     /// "sold_out", "limit_exceeded", "hold_expired", ...
     void conflict(const std::string& kind);
@@ -56,6 +58,7 @@ private:
     std::atomic<std::uint64_t> storage_losses_{0};
     std::atomic<std::uint64_t> holds_lost_{0};
     std::atomic<std::uint64_t> restore_conflicts_{0};
+    std::atomic<std::uint64_t> payments_refused_{0};
 
     std::array<std::atomic<std::uint64_t>, bucket_bounds.size() + 1> buckets_{};
     std::atomic<std::uint64_t> latency_sum_ns_{0};

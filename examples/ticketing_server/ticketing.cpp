@@ -90,8 +90,30 @@ Ticketing::Ticketing(seatlock::AnyBackend backend, seatlock::HoldPolicy policy, 
 Task<void> Ticketing::create_events(std::vector<seatlock::EventSpec> events) {
     venue_ = events;
     for (auto& event : events) {
+        // A storage below the versions the database recorded went back to older data while
+        // the server was down: the check fences the event, and recover() repairs it.
+        auto checked = co_await check_version(event.id);
+        if (!checked && !checked.is(errc::storage_lost) && !checked.is(errc::unknown_event)) {
+            co_return std::move(checked).error();
+        }
         auto recovered = co_await recover(std::move(event));
         if (!recovered) co_return recovered;
+    }
+    co_return Result<void>();
+}
+
+Task<seatlock::EventVersion> Ticketing::check_version(std::string event) {
+    const auto recorded = co_await db_.run([&](Database& db) { return db.max_version(event); });
+    auto checked = co_await store_.async_check_version(event, recorded, use_awaitable);
+    co_return checked;
+}
+
+Task<void> Ticketing::probe_versions() {
+    if (lost_) co_return Result<void>();  // the next drain repairs the venue
+    for (const auto& event : venue_) {
+        auto checked = co_await check_version(event.id);
+        watch(checked);
+        if (!checked) co_return std::move(checked).error();
     }
     co_return Result<void>();
 }
@@ -99,8 +121,10 @@ Task<void> Ticketing::create_events(std::vector<seatlock::EventSpec> events) {
 Task<void> Ticketing::recover(seatlock::EventSpec event) {
     auto started = co_await store_.async_recover_event(event, use_awaitable);
     if (!started) co_return std::move(started).error();
-    if (*started == seatlock::Recovery::created) {
-        // Every hold of the event went with the storage: their rows would never close.
+    if (*started != seatlock::Recovery::existed) {
+        // Every hold of the event went with the storage, or may have (it went back to older
+        // data: the holds since are gone, and the rows of those before are closed with
+        // them): their rows would never close.
         const auto closed =
             co_await db_.run([&](Database& db) { return db.close_lost_holds(event.id); });
         metrics_.holds_lost(closed);
@@ -140,10 +164,29 @@ Task<void> Ticketing::recover(seatlock::EventSpec event) {
         }
         co_return std::move(back).error();
     }
-    auto shown = co_await store_.async_finish_recovery(event.id, use_awaitable);
-    if (!shown) co_return shown;
+    // Versions go on above every one the database recorded, so that the probe and the
+    // next start-up compare against the repaired storage.
+    const auto recorded = co_await db_.run([&](Database& db) { return db.max_version(event.id); });
+    auto shown = co_await store_.async_finish_recovery(event.id, recorded, use_awaitable);
+    if (!shown) co_return std::move(shown).error();
+    if (*started == seatlock::Recovery::rolled_back) {
+        // Older data may have paid again orders cancelled since: cancel them again (an order
+        // cancelled already is answered as it is).
+        const auto cancelled =
+            co_await db_.run([&](Database& db) { return db.cancelled_orders(event.id); });
+        for (const auto& order : cancelled) {
+            const std::optional<std::string> holder = order.holder;
+            auto again = co_await store_.async_cancel(event.id, order.order_id, holder,
+                                                      use_awaitable);
+            if (!again && !again.is(errc::unknown_order)) co_return std::move(again).error();
+        }
+    }
     if (*started == seatlock::Recovery::created) {
         log("event {}: recovered with {} paid orders", event.id, restored);
+    } else if (*started == seatlock::Recovery::rolled_back) {
+        log("event {}: repaired after the storage went back to older data: {} paid orders "
+            "restored, version {}",
+            event.id, restored, *shown);
     }
     co_return Result<void>();
 }
@@ -269,8 +312,10 @@ Task<seatlock::Hold> Ticketing::hold(std::string buyer, std::string event,
     // unless the buyer can retry with the same key and find the hold again. No lock: the
     // row is new, and a close that came first (the hold expired, or a replay's row was
     // written and released) refuses it.
-    const PendingReservation row{
-        hold->token, event, buyer, hold->zone, hold->seats, to_unix_ms(hold->expires_at), 0};
+    const PendingReservation row{hold->token, event,
+                                 buyer,       hold->zone,
+                                 hold->seats, to_unix_ms(hold->expires_at),
+                                 0,           hold->version};
     auto written = RowWrite::refused;
     std::exception_ptr failed;
     try {
@@ -340,6 +385,10 @@ Task<seatlock::Order> Ticketing::confirm(std::string buyer, std::string token,
         co_return std::move(ok).error();
     auto owner = co_await owned_hold(buyer, token);
     if (!owner) co_return std::move(owner).error();
+    // A payment refused before because its seats had been sold (see below) stays refused.
+    const auto refused =
+        co_await db_.run([&payment_id](Database& db) { return db.refused_payment(payment_id); });
+    if (refused) co_return sold_to_another(payment_id, refused->seats, refused->sold_to);
     // seatlock scopes order ids by event; this server's orders table does not (the
     // cancel URL names no event), so a payment id of another event's order is refused here.
     const auto existing =
@@ -369,9 +418,32 @@ Task<seatlock::Order> Ticketing::confirm(std::string buyer, std::string token,
                              token,
                              order->cancelled,
                              to_unix_ms(order->paid_at),
-                             guard->fencing_token()};
-    const auto written =
-        co_await db_.run([&record, epoch](Database& db) { return db.add_order(record, epoch); });
+                             guard->fencing_token(),
+                             order->version};
+    std::string sold_to;
+    const auto written = co_await db_.run(
+        [&record, epoch, &sold_to](Database& db) { return db.add_order(record, epoch, &sold_to); });
+    if (written == RowWrite::sold_twice) {
+        // The storage sold seats the database has sold already: it went back to older data
+        // without this server noticing (another server sold meanwhile, or it started after).
+        // The order goes back out of the storage, its payment is kept for a refund, and the
+        // event is fenced and repaired before anything is sold again.
+        const std::optional<std::string> holder = buyer;
+        (void)co_await store_.async_cancel(order->event, order->id, holder, use_awaitable);
+        co_await db_.run([&](Database& db) { db.refuse_payment(record, sold_to); });
+        store_.fence(order->event, "the order database refused payment " + payment_id +
+                                       ": its seats were sold to order " + sold_to +
+                                       " (the storage went back to older data)");
+        Result<seatlock::Order> lost = Failure(
+            errc::storage_lost, "the storage sold seats of order " + sold_to +
+                                    " again: the event is being repaired; payment " +
+                                    payment_id + " is refused and kept for a refund",
+            {order->event});
+        watch(lost);
+        metrics_.payment_refused();
+        co_await unlock(*guard);
+        co_return lost;
+    }
     if (written == RowWrite::storage_recovered) {
         // As in hold(). Nothing to undo: a lost order is gone, and a real one (a stale
         // epoch) stays paid: the retry with the same payment id gets it back from the
@@ -393,6 +465,19 @@ Task<seatlock::Order> Ticketing::confirm(std::string buyer, std::string token,
     co_await unlock(*guard);
     metrics_.hold_confirmed();
     co_return order;
+}
+
+Failure Ticketing::sold_to_another(const std::string& payment_id,
+                                   const std::vector<std::string>& seats,
+                                   const std::string& sold_to) {
+    std::string list;
+    for (const auto& seat : seats) list += (list.empty() ? "" : ", ") + seat;
+    return Failure(errc::seat_taken,
+                   "payment " + payment_id + " was refused: seats " + list +
+                       " had been sold to order " + sold_to +
+                       " before the storage went back to older data; the payment is kept "
+                       "for a refund",
+                   seats);
 }
 
 Task<void> Ticketing::release(std::string buyer, std::string token) {

@@ -93,10 +93,22 @@ public:
     /// Forgets closed-hold records older than a day (seatlock's own memory of a hold).
     boost::asio::awaitable<void> prune_closed_holds();
 
+    /// Compares each event's version in the storage with what this server saw and what
+    /// the database recorded: one storage read per event, cheap enough to run every
+    /// second. A storage that went back to older data is found so with no buyer acting:
+    /// trouble() says so, and the next drain_expired() repairs the venue.
+    Task<void> probe_versions();
+
 private:
     Task<HoldOwner> owned_hold(std::string buyer, std::string token);
     seatlock::Result<void> sold_here(const std::optional<std::string>& event) const;
     Task<void> recover(seatlock::EventSpec event);
+    // The storage's version of `event`, checked against the database's highest.
+    Task<seatlock::EventVersion> check_version(std::string event);
+    // The answer to a payment refused because its seats had been sold to `sold_to`.
+    static seatlock::Failure sold_to_another(const std::string& payment_id,
+                                             const std::vector<std::string>& seats,
+                                             const std::string& sold_to);
     // The event's storage epoch as this server last read it from the database (0 before).
     std::int64_t known_epoch(const std::string& event) const;
     boost::asio::awaitable<void> refresh_epoch(std::string event);

@@ -179,8 +179,8 @@ public:
         return AnyBackend::confirm(command);
     }
 
-    seatlock::Result<void> release(const std::string& token) {
-        if (auto ok = token_on_sale(token); !ok) return ok;
+    seatlock::Result<seatlock::EventVersion> release(const std::string& token) {
+        if (auto ok = token_on_sale(token); !ok) return std::move(ok).error();
         return AnyBackend::release(token);
     }
 
@@ -202,6 +202,11 @@ public:
         return AnyBackend::seats(event, zone);
     }
 
+    seatlock::Result<seatlock::EventVersion> version(const std::string& event) {
+        if (auto ok = on_sale(event); !ok) return std::move(ok).error();
+        return AnyBackend::version(event);
+    }
+
     using AnyBackend::async_run;
     void async_run(const seatlock::op::create_event& o, Completion<void> done) {
         forward(on_sale(o.spec.id), o, std::move(done));
@@ -218,13 +223,16 @@ public:
     void async_run(const seatlock::op::confirm& o, Completion<seatlock::Order> done) {
         forward(token_on_sale(o.cmd.token), o, std::move(done));
     }
-    void async_run(const seatlock::op::release& o, Completion<void> done) {
+    void async_run(const seatlock::op::release& o, Completion<seatlock::EventVersion> done) {
         forward(token_on_sale(o.token), o, std::move(done));
     }
     void async_run(const seatlock::op::extend& o, Completion<seatlock::Hold> done) {
         forward(token_on_sale(o.token), o, std::move(done));
     }
     void async_run(const seatlock::op::cancel& o, Completion<seatlock::Order> done) {
+        forward(on_sale(o.event), o, std::move(done));
+    }
+    void async_run(const seatlock::op::version& o, Completion<seatlock::EventVersion> done) {
         forward(on_sale(o.event), o, std::move(done));
     }
     void async_run(const seatlock::op::seats& o,

@@ -464,4 +464,100 @@ Findings watch_repair(const std::vector<int>& ports, const Venue& venue,
     return findings;
 }
 
+namespace {
+
+// A counter of a server's GET /metrics; nullopt when the server does not answer it.
+std::optional<std::int64_t> counter(int port, const std::string& name) {
+    try {
+        HttpClient client(port);
+        const auto reply = client.get("/metrics");
+        const std::string line = "\n" + name + " ";
+        const auto at = reply.body.find(line);
+        if (reply.status != 200 || at == std::string::npos) return std::nullopt;
+        return std::stoll(reply.body.substr(at + line.size()));
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+}  // namespace
+
+Findings watch_rollback_repair(const std::vector<int>& ports, const Venue& venue,
+                               const std::set<std::string>& paid_seats,
+                               std::chrono::milliseconds deadline, std::string& log) {
+    using Clock = std::chrono::steady_clock;
+    Findings findings;
+    const auto started = Clock::now();
+    const auto end = started + deadline;
+    const auto since_start = [&] {
+        return std::to_string(
+            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count());
+    };
+    bool found = false;
+    while (!found && Clock::now() < end) {
+        for (std::size_t i = 0; i < ports.size() && !found; ++i) {
+            const auto losses = counter(ports[i], "seatlock_ticketing_storage_losses_total");
+            if (losses && *losses > 0) {
+                found = true;
+                log += "server " + std::to_string(i) + " found the rollback after " +
+                       since_start() + " ms\n";
+            }
+        }
+        if (!found) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (!found) {
+        findings.add(
+            "a Redis gone back to older data is found",
+            "no server counted a storage loss within " + std::to_string(deadline.count()) + " ms");
+        return findings;
+    }
+    std::vector<std::string> last(ports.size());
+    std::vector<bool> repaired(ports.size(), false);
+    for (bool all = false; !all && Clock::now() < end;) {
+        all = true;
+        for (std::size_t i = 0; i < ports.size(); ++i) {
+            if (repaired[i]) continue;
+            all = false;
+            try {
+                HttpClient client(ports[i]);
+                const auto health = client.get("/healthz");
+                if (health.status != 200) {
+                    last[i] = "/healthz " + std::to_string(health.status) + " " + health.body;
+                    continue;
+                }
+            } catch (const std::exception& e) {
+                last[i] = std::string("/healthz: ") + e.what();
+                continue;
+            }
+            std::string error;
+            const auto seats = seat_map(ports[i], venue, &error);
+            if (!seats) {
+                last[i] = "/healthz 200; " + error;
+                continue;
+            }
+            std::vector<std::string> not_paid;
+            for (const auto& seat : paid_seats) {
+                const auto state = seats->find(seat);
+                if (state == seats->end() || state->second != "paid") not_paid.push_back(seat);
+            }
+            if (not_paid.empty()) {
+                repaired[i] = true;
+                log +=
+                    "server " + std::to_string(i) + ": repaired after " + since_start() + " ms\n";
+            } else {
+                last[i] = "seats " + join(not_paid) + " of paid orders read not paid";
+            }
+        }
+        if (!all) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    for (std::size_t i = 0; i < ports.size(); ++i) {
+        if (repaired[i]) continue;
+        findings.add(
+            "every server shows every paid seat paid again after Redis went back to older data",
+            "server " + std::to_string(i) + " not repaired after " +
+                std::to_string(deadline.count()) + " ms; last: " + last[i]);
+    }
+    return findings;
+}
+
 }  // namespace seatlock::testing::faults

@@ -115,4 +115,16 @@ Findings watch_repair(const std::vector<int>& ports, const Venue& venue,
                       const std::set<std::string>& paid_seats, std::chrono::milliseconds deadline,
                       std::string& log);
 
+/// After Redis went back to older data (restarted from an older snapshot): polls the
+/// servers' /metrics until one has counted the loss (seatlock_ticketing_storage_losses_total
+/// above 0), then every server until its /healthz answers 200 and its seat map shows every
+/// seat of `paid_seats` paid, or until `deadline`. A seat map read before the loss was
+/// found may show the older data: reads are not checked against the event's version, and
+/// nothing is sold from them (a hold is a write, which finds the loss); only the repaired
+/// state counts. A loss never found, or a server not repaired in time, is a finding. `log`
+/// gets when each happened.
+Findings watch_rollback_repair(const std::vector<int>& ports, const Venue& venue,
+                               const std::set<std::string>& paid_seats,
+                               std::chrono::milliseconds deadline, std::string& log);
+
 }  // namespace seatlock::testing::faults

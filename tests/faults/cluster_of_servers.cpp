@@ -43,8 +43,19 @@ TemporaryDirectory::~TemporaryDirectory() {
     std::filesystem::remove_all(path_, ignored);
 }
 
-DurableRedis::DurableRedis()
-    : server_({"--appendonly", "yes", "--appendfsync", "always", "--enable-debug-command", "yes"}) {
+namespace {
+
+std::vector<std::string> redis_flags(Persistence persistence) {
+    if (persistence == Persistence::snapshot) {
+        // No automatic snapshot either (RedisServer passes --save ""): only save() writes one.
+        return {"--appendonly", "no", "--enable-debug-command", "yes"};
+    }
+    return {"--appendonly", "yes", "--appendfsync", "always", "--enable-debug-command", "yes"};
+}
+
+}  // namespace
+
+DurableRedis::DurableRedis(Persistence persistence) : server_(redis_flags(persistence)) {
     auto reply = admin()->command({"CONFIG", "GET", "dir"});
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2)
         throw std::runtime_error("CONFIG GET dir gave no directory");
@@ -71,6 +82,10 @@ void DurableRedis::kill_and_restart() {
     server_.restart();  // reaps the killed process, starts on the same port and directory
 }
 
+void DurableRedis::save() {
+    admin()->expect_ok({"SAVE"});
+}
+
 void DurableRedis::kill_and_forget() {
     kill();
     server_.stop();
@@ -94,7 +109,7 @@ std::vector<std::string> server_flags(const std::string& backend, const std::str
 ServerCluster::ServerCluster() : ServerCluster(Options{}) {}
 
 ServerCluster::ServerCluster(Options options)
-    : options_(options), db_path_(dir_.path() + "/orders.db") {
+    : options_(options), db_path_(dir_.path() + "/orders.db"), redis_(options.redis) {
     for (int i = 0; i < options_.servers; ++i) {
         auto flags = server_flags("redis", db_path_, options_.hold_ttl);
         flags.insert(flags.end(), {"--redis-url", redis_.url()});

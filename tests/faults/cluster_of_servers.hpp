@@ -46,19 +46,30 @@ private:
     std::string path_;
 };
 
+/// What a SIGKILLed Redis finds of its data when it starts again.
+enum class Persistence {
+    every_write,  ///< an append-only file fsynced on every write: all it answered
+    snapshot      ///< no append-only file: only what the last save() wrote (an RDB file)
+};
+
 /// redis-server with an append-only file fsynced on every write (a kill loses nothing it
 /// answered) and DEBUG enabled, on a free loopback port that stays its port across
-/// restarts.
+/// restarts. With Persistence::snapshot, it keeps only what save() wrote instead: a kill
+/// and restart takes it back to the last save, as an operator's restore of an older
+/// snapshot would.
 class DurableRedis {
 public:
-    DurableRedis();
+    explicit DurableRedis(Persistence persistence = Persistence::every_write);
     [[nodiscard]] int port() const { return server_.port(); }
     [[nodiscard]] std::string url() const { return server_.url(); }
     /// A new plain connection for commands behind the servers' backs.
     [[nodiscard]] std::unique_ptr<RedisAdmin> admin() const;
 
-    /// SIGKILL, then a restart on the same port that reloads the append-only file.
+    /// SIGKILL, then a restart on the same port that reloads the append-only file (or,
+    /// with Persistence::snapshot, the RDB file the last save() wrote).
     void kill_and_restart();
+    /// SAVE: writes the RDB file a restart loads (Persistence::snapshot).
+    void save();
     /// SIGKILL and the append-only files deleted: Redis is down until restart_empty().
     void kill_and_forget();
     /// Starts again after kill_and_forget(), empty.
@@ -78,6 +89,7 @@ public:
     struct Options {
         int servers = 3;
         std::chrono::seconds hold_ttl{2};
+        Persistence redis = Persistence::every_write;
     };
 
     ServerCluster();
