@@ -2,7 +2,8 @@
 // program: a primary, its replica (--replicaof) and three sentinels (redis-server --sentinel)
 // that monitor it as service "svc" with a quorum of 2, a 1 s down-after-milliseconds and
 // a 3 s failover-timeout; each process on a free loopback port in a temporary directory of
-// its own (RedisServer). Waits until the replica is in sync and every sentinel knows the
+// its own (RedisServer). Layout changes the failover-timeout, and can put a proxy between
+// the replica and the primary. Waits until the replica is in sync and every sentinel knows the
 // replica and the other sentinels, and stops them all at the end. Never skips: a missing
 // redis-server is an error that says how to install it.
 #pragma once
@@ -12,6 +13,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -25,18 +27,35 @@ public:
     static constexpr const char* service = "svc";
     static constexpr int sentinel_count = 3;
 
-    RedisSentinel() {
+    /// What a setup may change; the defaults make the setup the header describes.
+    struct Layout {
+        /// The sentinels' failover-timeout. It is also how long a sentinel lets a replica
+        /// replicate from another address than the primary's before it points the replica
+        /// at the primary itself (+fix-slave-config), and half the wait before a failover
+        /// that failed (no leader elected) is tried again.
+        std::chrono::milliseconds failover_timeout{3000};
+        /// Given the primary's port, the port the replica replicates from (e.g. a proxy's
+        /// in front of the primary); none: the primary's own.
+        std::function<int(int primary_port)> replica_source;
+    };
+
+    RedisSentinel() : RedisSentinel(Layout{}) {}
+
+    explicit RedisSentinel(const Layout& layout) {
         // A replica synchronises at once, not after the default 5 s wait for more replicas.
         const std::vector<std::string> at_once = {"--repl-diskless-sync-delay", "0"};
         servers_.push_back(std::make_unique<RedisServer>(at_once));
-        const std::string primary = std::to_string(servers_.front()->port());
+        const int primary_port = servers_.front()->port();
+        const std::string primary = std::to_string(primary_port);
+        const std::string source =
+            layout.replica_source ? std::to_string(layout.replica_source(primary_port)) : primary;
         auto replica = at_once;
-        replica.insert(replica.end(), {"--replicaof", "127.0.0.1", primary});
+        replica.insert(replica.end(), {"--replicaof", "127.0.0.1", source});
         servers_.push_back(std::make_unique<RedisServer>(replica));
         const std::string config = std::string("sentinel monitor ") + service + " 127.0.0.1 " +
                                    primary + " 2\n" + "sentinel down-after-milliseconds " +
                                    service + " 1000\n" + "sentinel failover-timeout " + service +
-                                   " 3000\n";
+                                   " " + std::to_string(layout.failover_timeout.count()) + "\n";
         for (int i = 0; i < sentinel_count; ++i) {
             sentinels_.push_back(
                 std::make_unique<RedisServer>(std::vector<std::string>{"--sentinel"}, config));
