@@ -230,9 +230,9 @@ TEST_CASE(
     older.redis = Persistence::snapshot;
     ServerCluster cluster(older);
     auto options = load_on(cluster, "older");
-    // Paid orders only grow: those paid before the kill stay paid. (A cancellation in the
-    // window the rollback takes back is lost by design: the order is paid again in the
-    // storage while SQLite says cancelled; docs/operations.md.)
+    // Paid orders only grow, as in the restarted-empty scenario: those paid before the kill
+    // stay paid, which the repair watch checks seat by seat. (A cancellation the rollback
+    // takes back is cancelled again by the repair: system_rollback_test.)
     options.cancel_share = 0;
     Load load(options);
     // Early, while most seats are free: many sales come after the snapshot, and the kill
