@@ -393,6 +393,19 @@ void pending_rows_closed(const std::string& db_path, const DatabaseView& before,
     }
 }
 
+namespace {
+// The seats of `paid_seats` that the seat map `seats` does not read paid.
+std::vector<std::string> read_not_paid(const std::map<std::string, std::string>& seats,
+                                       const std::set<std::string>& paid_seats) {
+    std::vector<std::string> not_paid;
+    for (const auto& seat : paid_seats) {
+        const auto state = seats.find(seat);
+        if (state == seats.end() || state->second != "paid") not_paid.push_back(seat);
+    }
+    return not_paid;
+}
+}  // namespace
+
 Findings watch_repair(const std::vector<int>& ports, const Venue& venue,
                       const std::set<std::string>& paid_seats, std::chrono::milliseconds deadline,
                       std::string& log) {
@@ -432,11 +445,7 @@ Findings watch_repair(const std::vector<int>& ports, const Venue& venue,
                 w.last = "/healthz 200; " + error;
                 continue;
             }
-            std::vector<std::string> not_paid;
-            for (const auto& seat : paid_seats) {
-                const auto state = seats->find(seat);
-                if (state == seats->end() || state->second != "paid") not_paid.push_back(seat);
-            }
+            const auto not_paid = read_not_paid(*seats, paid_seats);
             if (not_paid.empty()) {
                 w.repaired = true;
                 const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -535,11 +544,7 @@ Findings watch_rollback_repair(const std::vector<int>& ports, const Venue& venue
                 last[i] = "/healthz 200; " + error;
                 continue;
             }
-            std::vector<std::string> not_paid;
-            for (const auto& seat : paid_seats) {
-                const auto state = seats->find(seat);
-                if (state == seats->end() || state->second != "paid") not_paid.push_back(seat);
-            }
+            const auto not_paid = read_not_paid(*seats, paid_seats);
             if (not_paid.empty()) {
                 repaired[i] = true;
                 log +=

@@ -20,15 +20,6 @@ const std::string event = "demo-game";
 const std::string zone = "lower-1";
 const std::string holds_url = "/events/" + event + "/holds";
 
-std::int64_t metric(HttpClient& client, const std::string& name) {
-    const auto reply = client.get("/metrics");
-    if (reply.status != 200) throw std::runtime_error("GET /metrics answered " + reply.body);
-    const std::string line = "\n" + name + " ";
-    const auto at = reply.body.find(line);
-    if (at == std::string::npos) throw std::runtime_error("/metrics has no " + name);
-    return std::stoll(reply.body.substr(at + line.size()));
-}
-
 std::string hold(HttpClient& client, const std::string& buyer, const std::string& seat) {
     const auto held = client.post(holds_url, seats_body(zone, {seat}), buyer);
     REQUIRE_MESSAGE(held.status == 201, buyer << " hold: " << held.body);

@@ -22,25 +22,26 @@ const std::string zone = "lower-1";
 const std::string holds_url = "/events/" + event + "/holds";
 const std::string losses_metric = "seatlock_ticketing_storage_losses_total";
 
-// The issue asks for one second. The probe runs at the first drain tick a second after
-// the last one (the drain ticks every 250 ms): a probe that failed just before Redis came
-// back is followed by one at most 1.25 s later. 50 ms more for the round trips on a loaded
-// machine.
-constexpr auto detection_bound = 1300ms;
+// One second: probes are at most a second apart (the first drain tick, every 250 ms, at
+// least 750 ms after the last probe), so a probe that failed just before Redis came back
+// is followed by one within a second. 150 ms more for the round trips and the metric's
+// poll on a loaded machine.
+// Sanitizer builds run the server several times slower: the same rule, with a second more.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr auto detection_bound = 2150ms;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr auto detection_bound = 2150ms;
+#else
+constexpr auto detection_bound = 1150ms;
+#endif
+#else
+constexpr auto detection_bound = 1150ms;
+#endif
 
 // The server on `redis`, selling the built-in demo venue.
 TicketingServer::Options on_redis(const RedisServer& redis) {
     return {{"--backend", "redis", "--redis-url", redis.url()}, std::nullopt};
-}
-
-// A counter of GET /metrics; throws when the server does not report it.
-std::int64_t metric(HttpClient& client, const std::string& name) {
-    const auto reply = client.get("/metrics");
-    if (reply.status != 200) throw std::runtime_error("GET /metrics answered " + reply.body);
-    const std::string line = "\n" + name + " ";
-    const auto at = reply.body.find(line);
-    if (at == std::string::npos) throw std::runtime_error("/metrics has no " + name);
-    return std::stoll(reply.body.substr(at + line.size()));
 }
 
 // `buyer` holds `seats` of lower-1 (201) and pays them with `payment` (200).

@@ -12,8 +12,10 @@
 #include <doctest/doctest.h>
 
 #include <boost/json.hpp>
+#include <cstdint>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -55,6 +57,16 @@ TicketingServer::Options on(const Storage& storage, std::vector<std::string> ext
     auto args = storage.args();
     args.insert(args.end(), extra.begin(), extra.end());
     return {std::move(args), std::move(venue)};
+}
+
+/// A counter of GET /metrics; throws when the server does not report it.
+inline std::int64_t metric(HttpClient& client, const std::string& name) {
+    const auto reply = client.get("/metrics");
+    if (reply.status != 200) throw std::runtime_error("GET /metrics answered " + reply.body);
+    const std::string line = "\n" + name + " ";
+    const auto at = reply.body.find(line);
+    if (at == std::string::npos) throw std::runtime_error("/metrics has no " + name);
+    return std::stoll(reply.body.substr(at + line.size()));
 }
 
 /// A JSON array of strings as a vector.
