@@ -573,7 +573,7 @@ private:
     // After the answer: storage_lost when it shows the storage went back; else the
     // highest version seen goes up to it.
     template <typename Op, typename T>
-    void check(const Op& step, const Sent& sent, Result<T>& r) {
+    void check(const Op& step, const Sent& sent, Result<T>& r, bool blocking) {
         constexpr Kind kind = kind_of<Op>();
         if constexpr (kind == Kind::write || kind == Kind::read || kind == Kind::recovery ||
                       kind == Kind::finish_recovery) {
@@ -599,11 +599,26 @@ private:
             if (!why.empty()) {
                 w->fence("the storage of event " + w->event + " went back to older data (" +
                          why + "): a failover to a lagging replica, or an older snapshot");
+                if constexpr (std::is_same_v<Op, op::hold>) give_back(step, *r, blocking);
                 r = w->refusal();
                 return;
             }
             if constexpr (kind == Kind::finish_recovery) w->lift();
             w->raise(now);
+        }
+    }
+
+    // A hold the older data made, answered storage_lost: its caller never learns its token,
+    // so its seats would stay held until it expires. Given back at once, past the fence,
+    // unless the caller can find it again with its idempotency key. Whatever the release
+    // answers, the caller's answer stays storage_lost.
+    void give_back(const op::hold& step, const Hold& made, bool blocking) {
+        if (!step.cmd.idempotency_key.empty() || made.replayed) return;
+        const op::release release{made.token};
+        if (blocking) {
+            (void)release.run(*backend_);
+        } else {
+            detail::start(*backend_, release, [](Result<EventVersion>) {});
         }
     }
 
@@ -620,7 +635,7 @@ private:
         auto result = detail::run_retried(*backend_, step,
                                           detail::RetryLost{policy_.retries_on_unknown_outcome});
         finish(step, result);
-        check(step, *sent, result);
+        check(step, *sent, result, true);
         return result;
     }
 
@@ -658,7 +673,7 @@ private:
                     detail::RetryLost{policy_.retries_on_unknown_outcome},
                     [this, &step, sent = *sent, done = std::move(done)](Result<T> result) mutable {
                         finish(step, result);
-                        check(step, sent, result);
+                        check(step, sent, result, false);
                         done(std::move(result));
                     });
             },

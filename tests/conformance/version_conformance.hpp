@@ -91,8 +91,11 @@ TEST_CASE_TEMPLATE_DEFINE("a storage that went back is detected, fenced and repa
     REQUIRE(w.store.confirm(bob->token, "pay-bob"));
     seatlock::testing::go_back_to(w.f, {{*alice, "pay-alice"}});
 
-    // Dave's hold is applied by the older storage, whose answer gives it away.
-    auto dave = w.store.hold("game1", "dave", named_seats("lower", {"B-1"}));
+    // Dave's hold is applied by the older storage, whose answer gives it away. He sent an
+    // idempotency key: the hold stays, for his retry to find.
+    seatlock::HoldOptions keyed;
+    keyed.idempotency_key = "dave-1";
+    auto dave = w.store.hold("game1", "dave", named_seats("lower", {"B-1"}), keyed);
     REQUIRE(dave.is(errc::storage_lost));
     CHECK(dave.error().detail.find("went back") != std::string::npos);
     CHECK(dave.error().items == std::vector<std::string>{"game1"});
@@ -122,10 +125,27 @@ TEST_CASE_TEMPLATE_DEFINE("a storage that went back is detected, fenced and repa
     CHECK(std::count_if(expired.begin(), expired.end(), [](const seatlock::ExpiredHold& e) {
               return e.holder == "dave";
           }) == 1);
+    auto replay = w.store.hold("game1", "dave", named_seats("lower", {"B-1"}), keyed);
+    REQUIRE(replay);
+    CHECK(replay->status == seatlock::HoldStatus::expired);
     CHECK(w.store.confirm(bob->token, "pay-bob").value().id == "pay-bob");
     auto next = w.store.hold("game1", "erin", named_seats("lower", {"B-2"}));
     REQUIRE(next);
     CHECK(next->version > *shown);
+}
+
+TEST_CASE_TEMPLATE_DEFINE("a hold the older data made without an idempotency key is given back at once",
+                          F, version_rollback_hold_given_back) {
+    seatlock::testing::HoldWorld<F> w;
+    auto amy = w.store.hold("game1", "amy", named_seats("lower", {"A-1"}));
+    REQUIRE(amy);
+    REQUIRE(w.store.confirm(amy->token, "pay-amy"));
+    seatlock::testing::go_back_to(w.f, {});
+    // Nobody could ever use this hold: its caller never learns its token.
+    REQUIRE(w.store.hold("game1", "cy", named_seats("lower", {"A-2", "A-3"})).is(errc::storage_lost));
+    seatlock::testing::Store<F> other(w.f.backend());
+    CHECK(seatlock::testing::state_of(other, "game1", "lower", "A-2") == seatlock::SeatState::free);
+    CHECK(seatlock::testing::state_of(other, "game1", "lower", "A-3") == seatlock::SeatState::free);
 }
 
 TEST_CASE_TEMPLATE_DEFINE("check_version compares the storage with the application's records", F,
@@ -202,6 +222,7 @@ TEST_CASE_TEMPLATE_DEFINE("restoring an order the storage has cancelled pays it 
     TEST_CASE_TEMPLATE_INVOKE(version_raised_by_writes, __VA_ARGS__);          \
     TEST_CASE_TEMPLATE_INVOKE(version_raised_by_expiry, __VA_ARGS__);          \
     TEST_CASE_TEMPLATE_INVOKE(version_rollback_repaired, __VA_ARGS__);         \
+    TEST_CASE_TEMPLATE_INVOKE(version_rollback_hold_given_back, __VA_ARGS__);  \
     TEST_CASE_TEMPLATE_INVOKE(version_check_against_records, __VA_ARGS__);     \
     TEST_CASE_TEMPLATE_INVOKE(version_fenced_by_application, __VA_ARGS__);     \
     TEST_CASE_TEMPLATE_INVOKE(version_restore_cancelled, __VA_ARGS__)

@@ -219,6 +219,22 @@ std::size_t pending_rows_of(ticketing::Database& db, const std::string& buyer) {
     return db.holds_of(buyer, std::string("game1"), 0).size();
 }
 
+// A's store saw the version its call reached in the storage that was then lost; B's
+// recovery, which never saw it, shows the event again below it. A's next sale is therefore
+// found to have gone back, once: A repairs the event as well (its expiry drain), and the
+// sale goes through. `sell` makes A's next sale.
+template <typename Sell>
+auto after_repair_of_what_a_saw(TwoServers& servers, Sell sell) {
+    auto first = sell();
+    CHECK(first.is(errc::storage_lost));
+    if (first.is(errc::storage_lost)) {
+        CHECK(first.error().detail.find("went back") != std::string::npos);
+        REQUIRE(run_to_end(servers.a.drain_expired()));
+        return sell();
+    }
+    return first;
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -233,7 +249,7 @@ TEST_CASE(
     CHECK(pending_rows_of(servers.db_a, "ann") == 0);
 
     // The seats are free in the recovered storage: the next buyer gets them, alone.
-    const auto next = hold(servers.a, "bob");
+    const auto next = after_repair_of_what_a_saw(servers, [&] { return hold(servers.a, "bob"); });
     REQUIRE(next);
     CHECK(pending_rows_of(servers.db_a, "bob") == 1);
     CHECK(pending_rows_of(servers.db_a, "ann") == 0);
@@ -253,7 +269,7 @@ TEST_CASE(
     // Recovery restored the orders it found, without this one: it must not appear after.
     CHECK_FALSE(servers.db_a.order("pay-1"));
 
-    const auto next = hold(servers.a, "bob");
+    const auto next = after_repair_of_what_a_saw(servers, [&] { return hold(servers.a, "bob"); });
     REQUIRE(next);
     CHECK(servers.db_a.paid_orders("game1").empty());
 }
