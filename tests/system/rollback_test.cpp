@@ -138,8 +138,11 @@ TEST_CASE(
     CHECK(eventually([&] { return client.get("/healthz").status == 200; }, 10s));
 
     // Nothing paid is sold again.
-    for (const auto& [buyer, seat] :
+    // Pairs, not structured bindings: clang 14 cannot capture those in CAPTURE's lambda.
+    for (const auto& buyer_seat :
          {std::pair{"dave", "B-1"}, std::pair{"erin", "C-1"}, std::pair{"frank", "A-1"}}) {
+        const std::string buyer = buyer_seat.first;
+        const std::string seat = buyer_seat.second;
         CAPTURE(buyer);
         const auto refused = client.post(holds_url, seats_body(zone, {seat}), std::string(buyer));
         CHECK(refused.status == 409);
@@ -148,10 +151,12 @@ TEST_CASE(
     // And the rest is on sale again.
     buy(client, "gina", {"C-2"}, "pay-gina");
 
-    for (const auto& [seat, order] :
+    for (const auto& seat_order :
          {std::pair{"A-1", "pay-alice"}, std::pair{"A-2", "pay-alice"}, std::pair{"B-1", "pay-bob"},
           std::pair{"B-2", "pay-bob"}, std::pair{"C-1", "pay-carol"},
           std::pair{"C-2", "pay-gina"}}) {
+        const std::string seat = seat_order.first;
+        const std::string order = seat_order.second;
         CAPTURE(seat);
         CHECK(paid_orders_with(server, seat) == 1);
         CHECK(server.db_text("SELECT order_id FROM sold_seats WHERE event = ?1 AND zone = ?2"
