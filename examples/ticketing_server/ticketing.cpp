@@ -431,7 +431,7 @@ Task<seatlock::Order> Ticketing::confirm(std::string buyer, std::string token,
         const std::optional<std::string> holder = buyer;
         (void)co_await store_.async_cancel(order->event, order->id, holder, use_awaitable);
         co_await db_.run([&](Database& db) { db.refuse_payment(record, sold_to); });
-        store_.fence(order->event, "the order database refused payment " + payment_id +
+        (void)store_.fence(order->event, "the order database refused payment " + payment_id +
                                        ": its seats were sold to order " + sold_to +
                                        " (the storage went back to older data)");
         Result<seatlock::Order> lost = Failure(

@@ -124,9 +124,12 @@ public:
     /// Fences `event` as check_version does when the storage went back: for an application
     /// that found so by itself (its database refused to sell a seat twice). Every call on
     /// the event then fails with storage_lost, saying `reason`, until recover_event,
-    /// restore_order and finish_recovery have repaired it.
-    void fence(const std::string& event, const std::string& reason) {
+    /// restore_order and finish_recovery have repaired it. invalid_argument, changing
+    /// nothing, for an event id that is not one.
+    Result<void> fence(const std::string& event, const std::string& reason) {
+        if (auto ok = validate_id("event", event); !ok) return ok;
         watch_of(event).fence(reason);
+        return {};
     }
 
     /// Whether `event` is fenced (see fence()).

@@ -102,7 +102,9 @@ public:
     Result<EventVersion> check_version(const std::string& event, EventVersion at_least = 0) {
         return store_.async_check_version(event, at_least, run_.future()).get();
     }
-    void fence(const std::string& event, const std::string& reason) { store_.fence(event, reason); }
+    Result<void> fence(const std::string& event, const std::string& reason) {
+        return store_.fence(event, reason);
+    }
     [[nodiscard]] bool fenced(const std::string& event) const { return store_.fenced(event); }
     [[nodiscard]] EventVersion seen_version(const std::string& event) const {
         return store_.seen_version(event);

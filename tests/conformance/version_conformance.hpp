@@ -174,7 +174,9 @@ TEST_CASE_TEMPLATE_DEFINE("an application that fences an event stops its sales u
     seatlock::testing::HoldWorld<F> w;
     auto h = w.store.hold("game1", "hal", named_seats("lower", {"A-5"}));
     REQUIRE(h);
-    w.store.fence("game1", "the order database refused to sell A-5 twice");
+    CHECK(w.store.fence("bad id!", "no such event").is(errc::invalid_argument));
+    CHECK_FALSE(w.store.knows("bad id!"));
+    REQUIRE(w.store.fence("game1", "the order database refused to sell A-5 twice"));
     auto refused = w.store.hold("game1", "ida", named_seats("lower", {"A-6"}));
     REQUIRE(refused.is(errc::storage_lost));
     CHECK(refused.error().detail.find("refused to sell A-5 twice") != std::string::npos);
@@ -199,7 +201,7 @@ TEST_CASE_TEMPLATE_DEFINE("restoring an order the storage has cancelled pays it 
     REQUIRE(w.store.confirm(h->token, "pay-kit"));
     // The cancellation reached the storage but not the application's records.
     REQUIRE(w.store.cancel("game1", "pay-kit"));
-    w.store.fence("game1", "the records and the storage disagree");
+    REQUIRE(w.store.fence("game1", "the records and the storage disagree"));
     REQUIRE(w.store.recover_event(seatlock::testing::test_event()).value() ==
             seatlock::Recovery::rolled_back);
     auto back = w.store.restore_order(restored("pay-kit", "kit", "lower", {"B-4", "B-3"}, h->token));
