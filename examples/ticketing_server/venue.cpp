@@ -151,9 +151,8 @@ seatlock::Result<void> check_events(const std::vector<EventSpec>& events) {
     return {};
 }
 
-// See venue_view(). Inherits every operation of the storage and narrows, by hiding them,
-// those that name an event, on both paths (blocking, and async_run); AnyBackend's wrapper
-// calls these through the concrete type.
+// See venue_view(). Runs every operation of the storage, narrowing those that name an
+// event, on both paths (run, and async_run).
 class VenueView : public seatlock::AnyBackend {
 public:
     template <typename T>
@@ -162,82 +161,27 @@ public:
     VenueView(seatlock::AnyBackend backend, std::set<std::string, std::less<>> events)
         : AnyBackend(std::move(backend)), events_(std::move(events)) {}
 
-    seatlock::Result<void> create_event(const EventSpec& spec) {
-        if (auto ok = on_sale(spec.id); !ok) return ok;
-        return AnyBackend::create_event(spec);
+    template <seatlock::op::any_op O>
+    seatlock::op::result_of<O> run(const O& o) {
+        if (auto ok = allowed(o); !ok) return std::move(ok).error();
+        if constexpr (std::is_same_v<O, seatlock::op::events>) {
+            return ours(AnyBackend::run(o));
+        } else {
+            return AnyBackend::run(o);
+        }
     }
 
-    seatlock::Result<std::vector<EventSpec>> events() { return ours(AnyBackend::events()); }
-
-    seatlock::Result<seatlock::Hold> hold(const seatlock::HoldCommand& command) {
-        if (auto ok = on_sale(command.event); !ok) return std::move(ok).error();
-        return AnyBackend::hold(command);
-    }
-
-    seatlock::Result<seatlock::Order> confirm(const seatlock::ConfirmCommand& command) {
-        if (auto ok = token_on_sale(command.token); !ok) return std::move(ok).error();
-        return AnyBackend::confirm(command);
-    }
-
-    seatlock::Result<seatlock::EventVersion> release(const std::string& token) {
-        if (auto ok = token_on_sale(token); !ok) return std::move(ok).error();
-        return AnyBackend::release(token);
-    }
-
-    seatlock::Result<seatlock::Hold> extend(const std::string& token, seatlock::Millis ttl,
-                                            seatlock::Millis max_lifetime) {
-        if (auto ok = token_on_sale(token); !ok) return std::move(ok).error();
-        return AnyBackend::extend(token, ttl, max_lifetime);
-    }
-
-    seatlock::Result<seatlock::Order> cancel(const std::string& event, const std::string& order_id,
-                                             const std::optional<std::string>& holder) {
-        if (auto ok = on_sale(event); !ok) return std::move(ok).error();
-        return AnyBackend::cancel(event, order_id, holder);
-    }
-
-    seatlock::Result<std::vector<seatlock::ZoneState>> seats(
-        const std::string& event, const std::optional<std::string>& zone) {
-        if (auto ok = on_sale(event); !ok) return std::move(ok).error();
-        return AnyBackend::seats(event, zone);
-    }
-
-    seatlock::Result<seatlock::EventVersion> version(const std::string& event) {
-        if (auto ok = on_sale(event); !ok) return std::move(ok).error();
-        return AnyBackend::version(event);
-    }
-
-    using AnyBackend::async_run;
-    void async_run(const seatlock::op::create_event& o, Completion<void> done) {
-        forward(on_sale(o.spec.id), o, std::move(done));
-    }
-    void async_run(const seatlock::op::events& o, Completion<std::vector<EventSpec>> done) {
-        AnyBackend::async_run(o, [this, done = std::move(done)](
-                                     seatlock::Result<std::vector<EventSpec>> all) mutable {
-            done(ours(std::move(all)));
-        });
-    }
-    void async_run(const seatlock::op::hold& o, Completion<seatlock::Hold> done) {
-        forward(on_sale(o.cmd.event), o, std::move(done));
-    }
-    void async_run(const seatlock::op::confirm& o, Completion<seatlock::Order> done) {
-        forward(token_on_sale(o.cmd.token), o, std::move(done));
-    }
-    void async_run(const seatlock::op::release& o, Completion<seatlock::EventVersion> done) {
-        forward(token_on_sale(o.token), o, std::move(done));
-    }
-    void async_run(const seatlock::op::extend& o, Completion<seatlock::Hold> done) {
-        forward(token_on_sale(o.token), o, std::move(done));
-    }
-    void async_run(const seatlock::op::cancel& o, Completion<seatlock::Order> done) {
-        forward(on_sale(o.event), o, std::move(done));
-    }
-    void async_run(const seatlock::op::version& o, Completion<seatlock::EventVersion> done) {
-        forward(on_sale(o.event), o, std::move(done));
-    }
-    void async_run(const seatlock::op::seats& o,
-                   Completion<std::vector<seatlock::ZoneState>> done) {
-        forward(on_sale(o.event), o, std::move(done));
+    template <seatlock::op::any_op O>
+    void async_run(const O& o, Completion<typename O::result_type> done) {
+        if (auto ok = allowed(o); !ok) return done(std::move(ok).error());
+        if constexpr (std::is_same_v<O, seatlock::op::events>) {
+            AnyBackend::async_run(o, [this, done = std::move(done)](
+                                         seatlock::Result<std::vector<EventSpec>> all) mutable {
+                done(ours(std::move(all)));
+            });
+        } else {
+            AnyBackend::async_run(o, std::move(done));
+        }
     }
 
 private:
@@ -260,13 +204,17 @@ private:
         return all;
     }
 
-    // The step when `allowed`, else its refusal, without reaching the storage.
-    template <typename Op>
-    void forward(seatlock::Result<void> allowed, const Op& o,
-                 Completion<typename Op::result_type> done) {
-        if (!allowed) return done(std::move(allowed).error());
-        AnyBackend::async_run(o, std::move(done));
-    }
+    // Whether the step may reach the storage: only for the events of this venue.
+    seatlock::Result<void> allowed(const seatlock::op::create_event& o) const { return on_sale(o.spec.id); }
+    seatlock::Result<void> allowed(const seatlock::op::hold& o) const { return on_sale(o.cmd.event); }
+    seatlock::Result<void> allowed(const seatlock::op::confirm& o) const { return token_on_sale(o.cmd.token); }
+    seatlock::Result<void> allowed(const seatlock::op::release& o) const { return token_on_sale(o.token); }
+    seatlock::Result<void> allowed(const seatlock::op::extend& o) const { return token_on_sale(o.token); }
+    seatlock::Result<void> allowed(const seatlock::op::cancel& o) const { return on_sale(o.event); }
+    seatlock::Result<void> allowed(const seatlock::op::seats& o) const { return on_sale(o.event); }
+    seatlock::Result<void> allowed(const seatlock::op::version& o) const { return on_sale(o.event); }
+    template <typename O>
+    seatlock::Result<void> allowed(const O&) const { return {}; }
 
     std::set<std::string, std::less<>> events_;
 };

@@ -1,337 +1,45 @@
-// seatlock/backend.hpp: the vocabulary of seats, holds and orders, and the concepts a
-// storage backend satisfies.
+// seatlock/backend.hpp: the concepts a storage backend satisfies.
 //
-// A backend performs each operation below as ONE atomic step against its storage (one
-// Lua script call on Redis, one critical section in memory). Policy, validation, token
-// generation, waiting and retries live in the front classes (LockManager,
-// SeatHoldStore); a backend only applies commands that are already checked. Time
-// (lease and hold expiry) is the backend's own clock, never the caller's.
+// A backend runs each operation of seatlock/operations.hpp as ONE atomic step against its
+// storage (one Lua function call on Redis, one critical section in memory): it provides
+// `Result<T> run(const op::X&)` for every operation X of op::lock_ops (a LockBackend) or
+// op::hold_ops (a HoldBackend). Policy, validation, token generation, waiting and retries
+// live in the front classes (LockManager, SeatHoldStore); a backend only applies commands
+// that are already checked. Time (lease and hold expiry) is the backend's own clock, never
+// the caller's.
+//
+//     static_assert(seatlock::Backend<MyBackend>);   // names the first operation it misses
 #pragma once
 
-#include <seatlock/result.hpp>
+#include <seatlock/operations.hpp>
+#include <seatlock/vocabulary.hpp>
 
-#include <chrono>
 #include <concepts>
-#include <cstdint>
-#include <optional>
-#include <span>
-#include <string>
-#include <vector>
 
 namespace seatlock {
 
-using Millis = std::chrono::milliseconds;
-/// Instants reported to callers, on the wall clock. Expiry is decided by the storage's
-/// clock; this is that instant translated for display and for clients.
-using WallTime = std::chrono::system_clock::time_point;
-
-// ---------------------------------------------------------------------------------------
-// Inventory
-
-/// One named seat. Its order is its position in the zone; seats that follow each other in
-/// the zone and share a row are adjacent.
-struct SeatSpec {
-    std::string id;
-    std::string row;  ///< empty when the zone has no rows
-    bool operator==(const SeatSpec&) const = default;
+/// B runs `Op`: `b.run(op)` answers Result<Op::result_type>.
+template <typename B, typename Op>
+concept Runs = requires(B& b, const Op& operation) {
+    { b.run(operation) } -> std::same_as<op::result_of<Op>>;
 };
 
-enum class ZoneKind { named, general_admission };
-
-/// "named" or "general_admission": the name used by the Redis functions and the server's JSON.
-constexpr const char* to_string(ZoneKind k) noexcept {
-    return k == ZoneKind::general_admission ? "general_admission" : "named";
-}
-
-/// A zone: named seats, or a general-admission zone of `capacity` places that are
-/// assigned on hold as place numbers "1".."capacity", lowest free first.
-struct ZoneSpec {
-    std::string id;
-    ZoneKind kind = ZoneKind::named;
-    std::vector<SeatSpec> seats;  ///< named zones
-    std::int64_t capacity = 0;    ///< general-admission zones
-
-    static ZoneSpec named(std::string id, std::vector<SeatSpec> seats) {
-        return {std::move(id), ZoneKind::named, std::move(seats), 0};
-    }
-    static ZoneSpec general_admission(std::string id, std::int64_t capacity) {
-        return {std::move(id), ZoneKind::general_admission, {}, capacity};
-    }
-    bool operator==(const ZoneSpec&) const = default;
+namespace detail {
+template <typename B, typename L>
+struct RunsAll;
+template <typename B, typename... Ops>
+struct RunsAll<B, op::List<Ops...>> {
+    static constexpr bool value = (Runs<B, Ops> && ...);
 };
+}  // namespace detail
 
-/// An event (a game, a show) and its zones.
-struct EventSpec {
-    std::string id;
-    std::string name;  ///< free text for people
-    std::vector<ZoneSpec> zones;
-    bool operator==(const EventSpec&) const = default;
-};
-
-inline constexpr std::int64_t max_zone_places = 1'000'000;
-
-// ---------------------------------------------------------------------------------------
-// Holds and orders
-
-enum class HoldKind {
-    seats,           ///< these named seats
-    quantity,        ///< n places of a general-admission zone, auto-assigned
-    best_available,  ///< the n lowest-ordered free seats of a named zone, one row if possible
-};
-
-/// "seats", "quantity" or "best_available".
-constexpr const char* to_string(HoldKind k) noexcept {
-    switch (k) {
-        case HoldKind::seats: return "seats";
-        case HoldKind::quantity: return "quantity";
-        case HoldKind::best_available: return "best_available";
-    }
-    return "seats";
-}
-
-/// What a buyer asks to hold; always within one zone.
-struct HoldRequest {
-    HoldKind kind = HoldKind::seats;
-    std::string zone;
-    std::vector<std::string> seats;  ///< HoldKind::seats
-    std::int64_t quantity = 0;       ///< HoldKind::quantity and best_available
-};
-
-/// Named seats of one zone.
-inline HoldRequest named_seats(std::string zone, std::vector<std::string> seats) {
-    return {HoldKind::seats, std::move(zone), std::move(seats), 0};
-}
-/// n places in a general-admission zone.
-inline HoldRequest quantity(std::string zone, std::int64_t n) {
-    return {HoldKind::quantity, std::move(zone), {}, n};
-}
-/// The n best (lowest-ordered) free seats of a named zone, adjacent in one row when such
-/// a run exists.
-inline HoldRequest best_available(std::string zone, std::int64_t n) {
-    return {HoldKind::best_available, std::move(zone), {}, n};
-}
-
-/// Where a hold stands. A new hold is always `held`; the others are seen when a hold
-/// call is answered again (the same idempotency key, or a retry of a lost reply).
-enum class HoldStatus {
-    held,       ///< active until expires_at
-    confirmed,  ///< paid: Hold::order_id names the order
-    released,   ///< given back by release()
-    expired,    ///< ran out
-};
-
-constexpr const char* to_string(HoldStatus s) noexcept {
-    switch (s) {
-        case HoldStatus::held: return "held";
-        case HoldStatus::confirmed: return "confirmed";
-        case HoldStatus::released: return "released";
-        case HoldStatus::expired: return "expired";
-    }
-    return "held";
-}
-
-/// A hold: seats kept for one holder until `expires_at`. The token is the capability for
-/// every later call on the hold.
-struct Hold {
-    std::string token;
-    std::string event;
-    std::string holder;
-    std::string zone;
-    std::vector<std::string> seats;  ///< seat ids, or place numbers in a GA zone
-    WallTime expires_at;
-    HoldStatus status = HoldStatus::held;
-    std::string order_id;   ///< the order that paid it, when status is confirmed
-    bool replayed = false;  ///< true when an earlier hold call with the same idempotency key made it
-    /// The event's version after the step that answered (see EventVersion).
-    std::uint64_t version = 0;
-};
-
-/// A paid order: seats that stay the holder's until cancelled.
-struct Order {
-    std::string id;
-    std::string event;
-    std::string holder;
-    std::string zone;
-    std::vector<std::string> seats;
-    std::string hold_token;
-    WallTime paid_at;
-    bool cancelled = false;
-    /// The event's version after the step that answered (see EventVersion).
-    std::uint64_t version = 0;
-};
-
-enum class SeatState { free, held, paid };
-
-constexpr const char* to_string(SeatState s) noexcept {
-    switch (s) {
-        case SeatState::free: return "free";
-        case SeatState::held: return "held";
-        case SeatState::paid: return "paid";
-    }
-    return "free";
-}
-
-struct SeatStatus {
-    std::string id;
-    std::string row;
-    SeatState state = SeatState::free;
-};
-
-/// The state of one zone at one instant. Named zones list every seat; GA zones count.
-struct ZoneState {
-    std::string zone;
-    ZoneKind kind = ZoneKind::named;
-    std::int64_t capacity = 0;
-    std::int64_t free = 0;
-    std::int64_t held = 0;
-    std::int64_t paid = 0;
-    std::vector<SeatStatus> seats;  ///< named zones only, in zone order
-};
-
-/// A hold that ran out, reported by `expired()` until acknowledged.
-struct ExpiredHold {
-    std::string token;
-    std::string event;
-    std::string holder;
-    std::string zone;
-    std::vector<std::string> seats;
-    WallTime expired_at;
-};
-
-/// The business limits a hold is checked against, atomically with the hold itself.
-struct HoldLimits {
-    std::int64_t max_seats_per_holder = 3;  ///< held + paid seats of a holder in one event; 0 = none
-    bool one_active_hold_per_holder = false;
-};
-
-/// A fully validated hold command, as the store hands it to a backend.
-struct HoldCommand {
-    std::string event;
-    std::string holder;
-    std::string token;  ///< fresh; a retry with the same token returns the same hold
-    HoldRequest request;
-    Millis ttl{};
-    HoldLimits limits;
-    /// The caller's idempotency key, or empty. While the hold made with this key by this
-    /// holder is remembered, the same key returns that hold (with its status) instead of
-    /// making another; the same key for another zone or other seats is invalid_argument.
-    std::string idempotency_key;
-};
-
-/// A paid order to put back into storage that lost it (SeatHoldStore::restore_order),
-/// from the application's own records.
-struct RestoreCommand {
-    std::string event;
-    std::string order_id;
-    std::string holder;
-    std::string zone;
-    std::vector<std::string> seats;  ///< seat ids, or place numbers of a GA zone
-    std::string hold_token;          ///< the hold it paid: a retried confirm finds the order
-    WallTime paid_at;
-};
-
-/// What begin_recovery found.
-enum class Recovery {
-    created,  ///< the event was missing: it now exists, hidden, with every seat free
-    existed,  ///< the event was there (open, or hidden by another recovery): left as it was
-    /// The event was there, but the storage had gone back to older data (a rollback this
-    /// store detected): it is now hidden, as it stands, until end_recovery.
-    rolled_back,
-};
-
-/// Every event has a version: a counter that each step changing the event (hold,
-/// confirm, release, extend, cancel, the expiry of holds, recovery) raises by one in the
-/// same atomic step, and that every such step's result carries. A storage that answers
-/// with a version at or below one already seen went back to older data.
-using EventVersion = std::uint64_t;
-
-/// A confirm command. `late`: when the hold expired, take the same seats again if every
-/// one of them is still free (and the holder's limit allows), then pay them.
-struct ConfirmCommand {
-    std::string token;
-    std::string order_id;
-    bool late = false;
-    HoldLimits limits;
-};
-
-// ---------------------------------------------------------------------------------------
-// Concepts
-
-/// Storage for locks. Keys are validated by the caller (is_valid_lock_key), distinct, and
-/// `owner` is a fresh 32-hex-digit token per acquisition.
+/// Storage for locks: runs every operation of op::lock_ops.
 template <typename B>
-concept LockBackend = requires(B& b, std::span<const std::string> keys, const std::string& owner,
-                               Millis lease) {
-    /// Takes every key for `owner` until now + lease, or none of them. Succeeds also when
-    /// `owner` already holds them (a retry). Returns a fencing token that is larger than
-    /// any token returned before for any key of the same group. Fails with lock_busy
-    /// (Failure::items = the keys held by others) when any key is held by someone else.
-    { b.acquire_locks(keys, owner, lease) } -> std::same_as<Result<std::uint64_t>>;
-    /// Frees the keys still held by `owner`; true when it still held all of them. Keys
-    /// held by anyone else are never touched.
-    { b.release_locks(keys, owner) } -> std::same_as<Result<bool>>;
-    /// Moves the expiry of every key to now + lease if `owner` still holds all of them;
-    /// false (and nothing changed) otherwise.
-    { b.extend_locks(keys, owner, lease) } -> std::same_as<Result<bool>>;
-    /// Every later fencing token of the group of `keys[0]` is larger than `at_least`:
-    /// after the storage lost its counters, tokens go on from the application's records.
-    { b.raise_fencing(keys[0], std::uint64_t{}) } -> std::same_as<Result<void>>;
-};
+concept LockBackend = detail::RunsAll<B, op::lock_ops>::value;
 
-/// Storage for seat holds. Commands arrive validated (ids, counts, no duplicate seats).
+/// Storage for seat holds: runs every operation of op::hold_ops.
 template <typename B>
-concept HoldBackend = requires(B& b, const EventSpec& spec, const HoldCommand& hold,
-                               const ConfirmCommand& confirm, const RestoreCommand& restore,
-                               const std::string& s,
-                               const std::optional<std::string>& opt, Millis ttl,
-                               std::size_t limit, std::span<const std::string> tokens) {
-    /// Stores an event's inventory. The same spec again succeeds; another spec under the
-    /// same id fails with event_exists.
-    { b.create_event(spec) } -> std::same_as<Result<void>>;
-    { b.events() } -> std::same_as<Result<std::vector<EventSpec>>>;
-    /// Recovery after the storage lost an event or went back to older data.
-    /// begin_recovery creates it hidden (every call on it but these three then fails with
-    /// unknown_event, and events() omits it) unless it exists; an existing one is left
-    /// as it is, or hidden as it stands when `hide_existing` (Recovery::rolled_back).
-    /// restore_order marks an order's seats paid, idempotently: seat_taken when another
-    /// order has one (or, on a shown event, a hold), order_conflict for an order id of
-    /// another hold (or, on a shown event, a hold of the order's token in storage). On a
-    /// hidden event (under recovery, whose storage may have gone back) the order wins: an
-    /// active hold on one of its seats ends as if it expired then (its holder's next call
-    /// gets hold_expired, expired() reports it), a hold of the order's token that is
-    /// not confirmed is replaced by the order, and an order the storage has cancelled is
-    /// paid again (the application's records say it is paid). end_recovery shows the event (a no-op on a shown one) and raises its version
-    /// above `at_least`; it answers the version.
-    { b.begin_recovery(spec, bool{}) } -> std::same_as<Result<Recovery>>;
-    { b.restore_order(restore) } -> std::same_as<Result<Order>>;
-    { b.end_recovery(s, EventVersion{}) } -> std::same_as<Result<EventVersion>>;
-    /// The event's version now (unknown_event when it is missing or hidden). Changes nothing.
-    { b.version(s) } -> std::same_as<Result<EventVersion>>;
-    /// All or nothing: seat_taken (items = the taken seats), sold_out (current = places
-    /// left), limit_exceeded (limit, current), active_hold_exists, unknown_zone/seat.
-    /// The token or the idempotency key of a remembered hold returns that hold, with its
-    /// status, whatever the seats and limits say now.
-    { b.hold(hold) } -> std::same_as<Result<Hold>>;
-    /// held -> paid. Idempotent per (token, order id); order_conflict for another order id
-    /// or an order id already used by another hold; hold_expired when it ran out.
-    { b.confirm(confirm) } -> std::same_as<Result<Order>>;
-    /// held -> free. Releasing a released or expired hold succeeds (a released hold is
-    /// remembered for detail::released_memory_ms); a confirmed one fails with
-    /// hold_not_active. Answers the event's version after the step.
-    { b.release(s) } -> std::same_as<Result<EventVersion>>;
-    /// Moves the expiry to now + ttl, capped at creation + max_lifetime.
-    { b.extend(s, ttl, ttl) } -> std::same_as<Result<Hold>>;
-    /// paid -> free (event, order id, and when given the holder that must own it:
-    /// not_owner otherwise). Cancelling a cancelled order returns it again.
-    { b.cancel(s, s, opt) } -> std::same_as<Result<Order>>;
-    /// Every zone of the event, or only `zone` when given.
-    { b.seats(s, opt) } -> std::same_as<Result<std::vector<ZoneState>>>;
-    /// Up to `limit` expired holds not yet acknowledged and not delivered during the last
-    /// `redeliver_after` (the second Millis). Each is reported at least once.
-    { b.expired(limit, ttl) } -> std::same_as<Result<std::vector<ExpiredHold>>>;
-    /// Acknowledges expired holds: they are never reported again.
-    { b.ack_expired(tokens) } -> std::same_as<Result<void>>;
-};
+concept HoldBackend = detail::RunsAll<B, op::hold_ops>::value;
 
 /// A complete backend: locks and holds over one storage.
 template <typename B>

@@ -619,7 +619,7 @@ private:
         if (!step.cmd.idempotency_key.empty() || made.replayed) return;
         const op::release release{made.token};
         if (blocking) {
-            (void)release.run(*backend_);
+            (void)backend_->run(release);
         } else {
             detail::start(*backend_, release, [](Result<EventVersion>) {});
         }

@@ -92,7 +92,7 @@ public:
         if (!renewal) return std::move(renewal).error();
         for (;;) {
             const auto sent = SteadyClock::now();
-            auto step = renewal->on_reply(renewal->request().run(*backend_), sent);
+            auto step = renewal->on_reply(backend_->run(renewal->request()), sent);
             if (!step.pause) return std::move(step.result);
             std::this_thread::sleep_for(*step.pause);
         }
@@ -437,7 +437,7 @@ private:
         detail::Acquisition acquisition(state, options, wait);
         for (;;) {
             const auto sent = detail::SteadyClock::now();
-            const auto step = acquisition.on_reply(acquisition.request().run(*backend_), sent);
+            const auto step = acquisition.on_reply(backend_->run(acquisition.request()), sent);
             switch (step.next) {
                 case detail::Acquisition::Next::granted:
                     if (options.watchdog) watchdog_->watch(state);

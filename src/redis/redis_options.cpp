@@ -3,6 +3,11 @@
 // redis+sentinel://[user:password@]host[:port][,host[:port]...]/service[/db] and
 // unix://[user:password@]/path[?db=N].
 #include <seatlock/backends/redis.hpp>
+#include <seatlock/keys.hpp>
+
+#include "connection_pool.hpp"
+
+#include <algorithm>
 
 #include <charconv>
 #include <limits>
@@ -256,6 +261,61 @@ Result<RedisOptions> RedisOptions::from_url(std::string_view url) {
         options.db = static_cast<int>(*db);
     }
     return options;
+}
+
+Result<void> RedisOptions::validate() const {
+    const RedisOptions& o = *this;
+    auto bad = [](const std::string& why) {
+        return Failure(errc::invalid_argument, "RedisOptions: " + why);
+    };
+    if (!o.unix_socket.empty()) {
+        // sockaddr_un's path holds 108 bytes, the terminating NUL included.
+        if (o.unix_socket.size() > redis_detail::max_unix_socket_path ||
+            o.unix_socket.find('\0') != std::string::npos) {
+            return bad("unix_socket must be a path of at most " +
+                       std::to_string(redis_detail::max_unix_socket_path) + " bytes, without NUL");
+        }
+        if (!o.cluster_nodes.empty() || !o.sentinels.empty()) {
+            return bad("unix_socket names one server: not with cluster_nodes or sentinels");
+        }
+    } else {
+        if (o.host.empty()) return bad("host is empty");
+        if (o.port <= 0 || o.port > 65535) return bad("port must be 1 to 65535");
+    }
+    if (o.db < 0) return bad("db must not be negative");
+    if (o.pool_size == 0) return bad("pool_size must be at least 1");
+    if (o.async_connections == 0) return bad("async_connections must be at least 1");
+    for (const auto& node : o.cluster_nodes) {
+        if (node.host.empty()) return bad("a cluster node's host is empty");
+        if (node.port <= 0 || node.port > 65535) return bad("cluster node ports must be 1 to 65535");
+    }
+    if (!o.cluster_nodes.empty() && o.db != 0) return bad("a Redis Cluster has only db 0");
+    for (const auto& node : o.sentinels) {
+        if (node.host.empty()) return bad("a sentinel's host is empty");
+        if (node.port <= 0 || node.port > 65535) return bad("sentinel ports must be 1 to 65535");
+    }
+    if (!o.sentinels.empty()) {
+        if (!o.cluster_nodes.empty()) return bad("cluster_nodes and sentinels exclude each other");
+        const bool word = std::all_of(o.sentinel_service.begin(), o.sentinel_service.end(),
+                                      [](char c) { return c > ' ' && c != '\x7f'; });
+        if (o.sentinel_service.empty() || !word)
+            return bad("sentinel_service must name the service, without spaces");
+        if (o.discovery_timeout <= Millis(0)) return bad("discovery_timeout must be positive");
+    }
+    if (o.connect_timeout <= Millis(0) || o.command_timeout <= Millis(0)) {
+        return bad("connect_timeout and command_timeout must be positive");
+    }
+    if (o.replicas_to_ack < 0) return bad("replicas_to_ack must not be negative");
+    if (o.replicas_to_ack > 0 &&
+        (o.replica_ack_timeout <= Millis(0) || o.replica_ack_timeout >= o.command_timeout)) {
+        return bad("replica_ack_timeout must be positive and shorter than command_timeout "
+                   "(WAIT 0 would wait for ever)");
+    }
+    const bool printable = std::all_of(o.prefix.begin(), o.prefix.end(), is_key_char);
+    if (o.prefix.empty() || o.prefix.size() > 128 || !printable) {
+        return bad("prefix must be 1 to 128 printable characters without space, { or }");
+    }
+    return {};
 }
 
 }  // namespace seatlock

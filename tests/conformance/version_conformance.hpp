@@ -22,12 +22,12 @@ template <typename F>
 void go_back_to(F& f, const std::vector<std::pair<Hold, std::string>>& holds) {
     f.lose_data();
     auto& backend = f.backend();
-    REQUIRE(backend.create_event(test_event()));
+    REQUIRE(backend.run(op::create_event{test_event()}));
     for (const auto& [hold, order] : holds) {
         HoldCommand cmd{hold.event, hold.holder, hold.token, named_seats(hold.zone, hold.seats),
                         std::chrono::minutes(10), HoldLimits{}, {}};
-        REQUIRE(backend.hold(cmd));
-        if (!order.empty()) REQUIRE(backend.confirm(ConfirmCommand{hold.token, order, false, {}}));
+        REQUIRE(backend.run(op::hold{cmd}));
+        if (!order.empty()) REQUIRE(backend.run(op::confirm{ConfirmCommand{hold.token, order, false, {}}}));
     }
 }
 

@@ -188,11 +188,12 @@ TEST_CASE("events on every primary are listed, held, expired and acknowledged") 
 TEST_CASE("a lock over keys of two groups is refused before anything is sent") {
     seatlock::RedisBackend backend(cluster_options("groups"));
     const std::vector<std::string> two_groups{"game1:A-1", "game2:A-1"};
-    auto r = backend.acquire_locks(two_groups, "owner-1", 10s);
+    const std::string owner = "owner-1";
+    auto r = backend.run(seatlock::op::acquire_locks{two_groups, owner, 10s});
     REQUIRE(r.is(seatlock::errc::invalid_argument));
     CHECK(r.error().detail.find("game2:A-1") != std::string::npos);
-    CHECK(backend.release_locks(two_groups, "owner-1").is(seatlock::errc::invalid_argument));
-    CHECK(backend.extend_locks(two_groups, "owner-1", 10s).is(seatlock::errc::invalid_argument));
+    CHECK(backend.run(seatlock::op::release_locks{two_groups, owner}).is(seatlock::errc::invalid_argument));
+    CHECK(backend.run(seatlock::op::extend_locks{two_groups, owner, 10s}).is(seatlock::errc::invalid_argument));
     CHECK(keys_with_prefix("groups") == 0);
 
     seatlock::LockManager locks(backend);

@@ -169,7 +169,7 @@ TEST_CASE("a server that answers after command_timeout: outcome_unknown, then a 
     admin.send({"DEBUG", "SLEEP", "2"});
     std::this_thread::sleep_for(50ms);  // the server is now asleep
     const auto t0 = Clock::now();
-    auto lost = backend.hold(cmd);
+    auto lost = backend.run(seatlock::op::hold{cmd});
     const auto waited = since(t0);
     REQUIRE(lost.is(errc::outcome_unknown));
     CHECK(waited >= 250ms);
@@ -178,7 +178,7 @@ TEST_CASE("a server that answers after command_timeout: outcome_unknown, then a 
     CHECK(admin.reply()->type == REDIS_REPLY_STATUS);  // the server woke up
 
     // Whether or not the lost call was applied, the same command again gives one answer.
-    auto settled = backend.hold(cmd);
+    auto settled = backend.run(seatlock::op::hold{cmd});
     REQUIRE(settled);
     CHECK(settled->seats == std::vector<std::string>{"A-3"});
     auto zone = store.seats("game1", std::string("lower")).value().at(0);
@@ -234,7 +234,7 @@ TEST_CASE("a command the server does not take within command_timeout is timeout:
     o.command_timeout = 300ms;
     seatlock::RedisBackend backend(o);
     const auto t0 = Clock::now();
-    auto created = backend.create_event(huge_event());
+    auto created = backend.run(seatlock::op::create_event{huge_event()});
     REQUIRE(created.is(errc::timeout));
     CHECK(since(t0) < 10s);  // no hang: the server never reads, the call still returns
     CHECK(created.error().detail.find("not sent within 300 ms") != std::string::npos);
@@ -246,7 +246,7 @@ TEST_CASE(
     seatlock::RedisOptions o;
     o.port = server.port();
     seatlock::RedisBackend backend(o);
-    auto created = backend.create_event(huge_event());
+    auto created = backend.run(seatlock::op::create_event{huge_event()});
     REQUIRE(created.is(errc::io_error));
     CHECK(created.error().detail.find("not sent") != std::string::npos);
 }

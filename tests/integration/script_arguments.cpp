@@ -63,7 +63,7 @@ struct World {
         auto paid = store.hold("game1", "payer", seatlock::quantity("bleachers", 2)).value();
         store.confirm(paid.token, "order-1").value();
         const std::vector<std::string> lock{"game1:A-1"};
-        backend.acquire_locks(lock, owner, 5min).value();
+        backend.run(seatlock::op::acquire_locks{lock, owner, 5min}).value();
         // Last, so that no call on the event sweeps it before the tests run.
         store.hold("game1", "overdue", seatlock::named_seats("lower", {"A-2"}), 50ms).value();
         std::this_thread::sleep_for(100ms);  // the second hold is now overdue
@@ -296,7 +296,7 @@ TEST_CASE(
                               std::chrono::minutes(1),
                               {3, false},
                               {}};
-    auto h = backend.hold(cmd);
+    auto h = backend.run(seatlock::op::hold{cmd});
     REQUIRE(h.is(seatlock::errc::script_error));
     CHECK(h.error().detail.find("malformed argument: holder id") != std::string::npos);
     CHECK(w.unchanged());

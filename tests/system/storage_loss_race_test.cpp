@@ -56,62 +56,15 @@ public:
         then_ = std::move(then);
     }
 
-    Result<std::uint64_t> acquire_locks(std::span<const std::string> k, const std::string& o,
-                                        seatlock::Millis l) {
-        return current()->acquire_locks(k, o, l);
+    template <seatlock::op::any_op O>
+    seatlock::op::result_of<O> run(const O& o) {
+        if constexpr (std::is_same_v<O, seatlock::op::hold>) lose_if(Step::before_next_hold);
+        auto result = current()->run(o);
+        if constexpr (std::is_same_v<O, seatlock::op::hold>) lose_if(Step::after_next_hold);
+        if constexpr (std::is_same_v<O, seatlock::op::confirm>) lose_if(Step::after_next_confirm);
+        if constexpr (std::is_same_v<O, seatlock::op::cancel>) lose_if(Step::after_next_cancel);
+        return result;
     }
-    Result<bool> release_locks(std::span<const std::string> k, const std::string& o) {
-        return current()->release_locks(k, o);
-    }
-    Result<bool> extend_locks(std::span<const std::string> k, const std::string& o,
-                              seatlock::Millis l) {
-        return current()->extend_locks(k, o, l);
-    }
-    Result<void> raise_fencing(std::string_view k, std::uint64_t n) {
-        return current()->raise_fencing(k, n);
-    }
-    Result<void> create_event(const seatlock::EventSpec& s) { return current()->create_event(s); }
-    Result<std::vector<seatlock::EventSpec>> events() { return current()->events(); }
-    Result<seatlock::Hold> hold(const seatlock::HoldCommand& c) {
-        lose_if(Step::before_next_hold);
-        auto hold = current()->hold(c);
-        lose_if(Step::after_next_hold);
-        return hold;
-    }
-    Result<seatlock::Order> confirm(const seatlock::ConfirmCommand& c) {
-        auto order = current()->confirm(c);
-        lose_if(Step::after_next_confirm);
-        return order;
-    }
-    Result<seatlock::EventVersion> release(const std::string& t) { return current()->release(t); }
-    Result<seatlock::Hold> extend(const std::string& t, seatlock::Millis ttl,
-                                  seatlock::Millis max) {
-        return current()->extend(t, ttl, max);
-    }
-    Result<seatlock::Order> cancel(const std::string& e, const std::string& o,
-                                   const std::optional<std::string>& h) {
-        auto order = current()->cancel(e, o, h);
-        lose_if(Step::after_next_cancel);
-        return order;
-    }
-    Result<std::vector<seatlock::ZoneState>> seats(const std::string& e,
-                                                   const std::optional<std::string>& z) {
-        return current()->seats(e, z);
-    }
-    Result<std::vector<seatlock::ExpiredHold>> expired(std::size_t n, seatlock::Millis r) {
-        return current()->expired(n, r);
-    }
-    Result<void> ack_expired(std::span<const std::string> t) { return current()->ack_expired(t); }
-    Result<seatlock::Recovery> begin_recovery(const seatlock::EventSpec& s, bool hide) {
-        return current()->begin_recovery(s, hide);
-    }
-    Result<seatlock::Order> restore_order(const seatlock::RestoreCommand& c) {
-        return current()->restore_order(c);
-    }
-    Result<seatlock::EventVersion> end_recovery(const std::string& e, seatlock::EventVersion v) {
-        return current()->end_recovery(e, v);
-    }
-    Result<seatlock::EventVersion> version(const std::string& e) { return current()->version(e); }
 
 private:
     std::shared_ptr<MemoryBackend> current() {

@@ -72,7 +72,7 @@ TEST_CASE("a venue file whose second event is invalid stores none of its events 
     CHECK(failure.find("second-gig") != std::string::npos);
 
     seatlock::RedisBackend redis(seatlock::RedisOptions::from_url(storage.redis.url()).value());
-    const auto stored = redis.events();
+    const auto stored = redis.run(seatlock::op::events{});
     REQUIRE_MESSAGE(stored.has_value(), stored.error().message());
     CHECK(stored->empty());
 }

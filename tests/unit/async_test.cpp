@@ -130,7 +130,7 @@ TEST_CASE("a lost reply is sent again, as on the blocking path") {
     seatlock::FakeBackend backend;
     seatlock::SeatHoldStore store(backend);
     store.create_event(small_event()).value();
-    backend.inject({seatlock::FakeBackend::Op::hold, seatlock::FakeBackend::FaultKind::lose_reply});
+    backend.inject({seatlock::op::id<seatlock::op::hold>, seatlock::FakeBackend::FaultKind::lose_reply});
     auto held = store.async_hold("game1", "ann", seatlock::named_seats("lower", {"A-3"}),
                                  asio::use_future)
                     .get();
@@ -225,7 +225,7 @@ TEST_CASE("a guard going out of scope in a coroutine releases without blocking i
                 auto guard = co_await locks.async_try_lock("game1:G-1", asio::use_awaitable);
                 REQUIRE(guard);
                 // The first two releases fail in transit: retried on timers.
-                backend.inject({seatlock::FakeBackend::Op::release_locks,
+                backend.inject({seatlock::op::id<seatlock::op::release_locks>,
                                 seatlock::FakeBackend::FaultKind::fail_before, 2});
                 const auto t0 = std::chrono::steady_clock::now();
                 guard = Result<seatlock::SingleLock<seatlock::FakeBackend>>(
@@ -267,7 +267,7 @@ public:
     template <typename Op>
     void async_run(const Op& op, seatlock::detail::Completion<typename Op::result_type> done) {
         threads_.emplace_back([this, op, done = std::move(done)]() mutable {
-            done(op.run(static_cast<seatlock::MemoryBackend&>(*this)));
+            done(static_cast<seatlock::MemoryBackend&>(*this).run(op));
         });
     }
 

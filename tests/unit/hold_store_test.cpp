@@ -33,11 +33,11 @@ TEST_CASE("a confirm whose reply was lost is retried and takes effect exactly on
     World w;
     auto h = w.store.hold("game1", "amy", seatlock::named_seats("lower", {"A-1", "A-2"}));
     REQUIRE(h);
-    w.fake.inject({Fake::Op::confirm, Fake::FaultKind::lose_reply});
+    w.fake.inject({seatlock::op::id<seatlock::op::confirm>, Fake::FaultKind::lose_reply});
     auto order = w.store.confirm(h->token, "pay-1");
     REQUIRE(order);  // the store asked again and got the order the first call made
     CHECK(order->id == "pay-1");
-    CHECK(w.fake.count(Fake::Op::confirm) == 2);
+    CHECK(w.fake.count(seatlock::op::id<seatlock::op::confirm>) == 2);
     CHECK(w.paid() == 2);
     CHECK(w.held() == 0);
     // amy has 2 seats, paid once: one more fits under the limit of 3, two do not.
@@ -48,7 +48,7 @@ TEST_CASE("a caller retrying confirm by hand after outcome_unknown gets the same
     World w(0);
     auto h = w.store.hold("game1", "ben", seatlock::named_seats("lower", {"A-3"}));
     REQUIRE(h);
-    w.fake.inject({Fake::Op::confirm, Fake::FaultKind::lose_reply});
+    w.fake.inject({seatlock::op::id<seatlock::op::confirm>, Fake::FaultKind::lose_reply});
     auto first = w.store.confirm(h->token, "pay-2");
     REQUIRE(first.is(errc::outcome_unknown));
     auto second = w.store.confirm(h->token, "pay-2");
@@ -62,10 +62,10 @@ TEST_CASE("a caller retrying confirm by hand after outcome_unknown gets the same
 
 TEST_CASE("a hold whose reply was lost is retried with the same token: one hold in effect") {
     World w;
-    w.fake.inject({Fake::Op::hold, Fake::FaultKind::lose_reply});
+    w.fake.inject({seatlock::op::id<seatlock::op::hold>, Fake::FaultKind::lose_reply});
     auto h = w.store.hold("game1", "cleo", seatlock::named_seats("lower", {"A-4", "A-5"}));
     REQUIRE(h);
-    CHECK(w.fake.count(Fake::Op::hold) == 2);
+    CHECK(w.fake.count(seatlock::op::id<seatlock::op::hold>) == 2);
     CHECK(w.held() == 2);
     REQUIRE(w.store.release(h->token));
     CHECK(w.held() == 0);
@@ -75,9 +75,9 @@ TEST_CASE("a release whose reply was lost is retried and reported done") {
     World w;
     auto h = w.store.hold("game1", "cat", seatlock::named_seats("lower", {"B-3"}));
     REQUIRE(h);
-    w.fake.inject({Fake::Op::release, Fake::FaultKind::lose_reply});
+    w.fake.inject({seatlock::op::id<seatlock::op::release>, Fake::FaultKind::lose_reply});
     CHECK(w.store.release(h->token));
-    CHECK(w.fake.count(Fake::Op::release) == 2);
+    CHECK(w.fake.count(seatlock::op::id<seatlock::op::release>) == 2);
     CHECK(w.held() == 0);
 }
 
@@ -85,7 +85,7 @@ TEST_CASE("a call that fails before it is applied changes nothing and is reporte
     World w;
     auto h = w.store.hold("game1", "dan", seatlock::named_seats("lower", {"B-4"}));
     REQUIRE(h);
-    w.fake.inject({Fake::Op::release, Fake::FaultKind::fail_before});
+    w.fake.inject({seatlock::op::id<seatlock::op::release>, Fake::FaultKind::fail_before});
     CHECK(w.store.release(h->token).is(errc::io_error));
     CHECK(w.held() == 1);
     REQUIRE(w.store.release(h->token));
@@ -94,7 +94,7 @@ TEST_CASE("a call that fails before it is applied changes nothing and is reporte
 
 TEST_CASE("latency faults delay a call without changing its outcome") {
     World w;
-    w.fake.inject({Fake::Op::hold, Fake::FaultKind::latency, 1, 50ms});
+    w.fake.inject({seatlock::op::id<seatlock::op::hold>, Fake::FaultKind::latency, 1, 50ms});
     const auto t0 = std::chrono::steady_clock::now();
     auto h = w.store.hold("game1", "eve", seatlock::named_seats("lower", {"B-6"}));
     CHECK(h);
@@ -107,7 +107,7 @@ TEST_CASE("the fake records every call with its outcome") {
     (void)w.store.hold("game1", "fay", seatlock::named_seats("lower", {"Z-1"}));
     auto calls = w.fake.calls();
     REQUIRE(calls.size() == 1);
-    CHECK(calls[0].op == Fake::Op::hold);
+    CHECK(calls[0].op == seatlock::op::id<seatlock::op::hold>);
     CHECK(calls[0].result == errc::unknown_seat);
 }
 
@@ -116,8 +116,8 @@ TEST_CASE("the fake refuses a clock that goes back and faults that cannot happen
     const auto before = w.fake.now();
     CHECK_THROWS_AS(w.fake.advance(-1ms), seatlock::Error);
     CHECK(w.fake.now() == before);
-    CHECK_THROWS_AS(w.fake.inject({Fake::Op::hold, Fake::FaultKind::fail_before, 0}), seatlock::Error);
-    CHECK_THROWS_AS(w.fake.inject({Fake::Op::hold, Fake::FaultKind::latency, 1, -5ms}), seatlock::Error);
+    CHECK_THROWS_AS(w.fake.inject({seatlock::op::id<seatlock::op::hold>, Fake::FaultKind::fail_before, 0}), seatlock::Error);
+    CHECK_THROWS_AS(w.fake.inject({seatlock::op::id<seatlock::op::hold>, Fake::FaultKind::latency, 1, -5ms}), seatlock::Error);
     CHECK(w.store.hold("game1", "hal", seatlock::named_seats("lower", {"A-6"})));  // no fault stuck
 }
 
@@ -150,8 +150,9 @@ struct LateAnswer : seatlock::MemoryBackend {
     std::promise<void> applied;
     std::promise<void> go_on;
 
-    seatlock::Result<seatlock::Hold> hold(const seatlock::HoldCommand& cmd) {
-        auto hold = MemoryBackend::hold(cmd);
+    using MemoryBackend::run;
+    seatlock::Result<seatlock::Hold> run(const seatlock::op::hold& o) {
+        auto hold = MemoryBackend::run(o);
         if (hold_back_next.exchange(false)) {
             applied.set_value();
             go_on.get_future().wait();

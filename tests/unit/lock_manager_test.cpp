@@ -37,11 +37,11 @@ TEST_CASE("the watchdog marks a guard lost and calls back when renewals keep fai
     seatlock::LockManager locks(fake, watched(300ms, lost));
     auto guard = locks.try_lock("game1:A-1");
     REQUIRE(guard);
-    fake.inject({Fake::Op::extend_locks, Fake::FaultKind::fail_before, 1000});
+    fake.inject({seatlock::op::id<seatlock::op::extend_locks>, Fake::FaultKind::fail_before, 1000});
     // Renewals fail from now on; once the lease must have ended the guard gives up.
     CHECK(eventually([&] { return lost == 1; }));
     CHECK_FALSE(guard->owns());
-    CHECK(fake.count(Fake::Op::extend_locks) >= 2);
+    CHECK(fake.count(seatlock::op::id<seatlock::op::extend_locks>) >= 2);
     std::this_thread::sleep_for(300ms);
     CHECK(lost == 1);  // once only
 }
@@ -81,20 +81,20 @@ TEST_CASE("an on_lost callback may unlock its own guard") {
 TEST_CASE("a lost reply on acquire is settled by asking again with the same owner") {
     Fake fake;
     seatlock::LockManager locks(fake);
-    fake.inject({Fake::Op::acquire_locks, Fake::FaultKind::lose_reply});
+    fake.inject({seatlock::op::id<seatlock::op::acquire_locks>, Fake::FaultKind::lose_reply});
     auto guard = locks.try_lock("game1:A-1");
     REQUIRE(guard);
-    CHECK(fake.count(Fake::Op::acquire_locks) == 2);
+    CHECK(fake.count(seatlock::op::id<seatlock::op::acquire_locks>) == 2);
     CHECK(guard->unlock());
 }
 
 TEST_CASE("a storage error on acquire is returned, not retried until wait runs out") {
     Fake fake;
     seatlock::LockManager locks(fake);
-    fake.inject({Fake::Op::acquire_locks, Fake::FaultKind::fail_before});
+    fake.inject({seatlock::op::id<seatlock::op::acquire_locks>, Fake::FaultKind::fail_before});
     auto guard = locks.lock("game1:A-1");
     CHECK(guard.is(seatlock::errc::io_error));
-    CHECK(fake.count(Fake::Op::acquire_locks) == 1);
+    CHECK(fake.count(seatlock::op::id<seatlock::op::acquire_locks>) == 1);
 }
 
 // --- Releases and renewals that fail in transit -----------------------------------------
@@ -139,10 +139,10 @@ TEST_CASE("a release that fails before it is applied is retried, and the key is 
     seatlock::LockManager locks(fake, reporting(errors));
     auto guard = locks.try_lock("game1:A-1");
     REQUIRE(guard);
-    fake.inject({Fake::Op::release_locks, Fake::FaultKind::fail_before, 2});
+    fake.inject({seatlock::op::id<seatlock::op::release_locks>, Fake::FaultKind::fail_before, 2});
     auto unlocked = guard->unlock();
     CHECK_MESSAGE(unlocked, (unlocked ? "" : unlocked.error().message()));
-    CHECK(fake.count(Fake::Op::release_locks) == 3);
+    CHECK(fake.count(seatlock::op::id<seatlock::op::release_locks>) == 3);
     CHECK(free_now(fake, "game1:A-1"));
     CHECK(errors.count == 0);
 }
@@ -152,12 +152,12 @@ TEST_CASE("a release whose reply was lost is retried and counts as released, not
     seatlock::LockManager locks(fake);
     auto guard = locks.try_lock("game1:A-1");
     REQUIRE(guard);
-    fake.inject({Fake::Op::release_locks, Fake::FaultKind::lose_reply});
+    fake.inject({seatlock::op::id<seatlock::op::release_locks>, Fake::FaultKind::lose_reply});
     // The first attempt freed the key; the second finds it gone, which after a lost reply
     // sent within the lease means "released", not lock_not_owned.
     auto unlocked = guard->unlock();
     CHECK_MESSAGE(unlocked, (unlocked ? "" : unlocked.error().message()));
-    CHECK(fake.count(Fake::Op::release_locks) == 2);
+    CHECK(fake.count(seatlock::op::id<seatlock::op::release_locks>) == 2);
     CHECK(free_now(fake, "game1:A-1"));
 }
 
@@ -168,10 +168,10 @@ TEST_CASE("a destructor's release that fails in transit is retried, and the key 
     {
         auto guard = locks.try_lock_all({"game1:A-1", "game1:A-2"});
         REQUIRE(guard);
-        fake.inject({Fake::Op::release_locks, Fake::FaultKind::fail_before});
-        fake.inject({Fake::Op::release_locks, Fake::FaultKind::lose_reply});
+        fake.inject({seatlock::op::id<seatlock::op::release_locks>, Fake::FaultKind::fail_before});
+        fake.inject({seatlock::op::id<seatlock::op::release_locks>, Fake::FaultKind::lose_reply});
     }
-    CHECK(fake.count(Fake::Op::release_locks) == 3);
+    CHECK(fake.count(seatlock::op::id<seatlock::op::release_locks>) == 3);
     CHECK(free_now(fake, "game1:A-1"));
     CHECK(free_now(fake, "game1:A-2"));
     CHECK(errors.count == 0);
@@ -184,7 +184,7 @@ TEST_CASE("a release failing longer than the destructor waits goes on in the bac
     o.release_retry_inline = 50ms;
     seatlock::LockManager locks(fake, o);
     std::optional<seatlock::SingleLock<Fake>> guard(locks.try_lock("game1:A-1").value());
-    fake.inject({Fake::Op::release_locks, Fake::FaultKind::fail_before, 1'000'000});
+    fake.inject({seatlock::op::id<seatlock::op::release_locks>, Fake::FaultKind::fail_before, 1'000'000});
     const auto t0 = std::chrono::steady_clock::now();
     guard.reset();  // the destructor, while the storage is out of reach
     CHECK(std::chrono::steady_clock::now() - t0 < 300ms);  // does not wait for the storage
@@ -205,7 +205,7 @@ TEST_CASE("unlock returns a failure it could not mend in time; the background fi
     seatlock::LockManager locks(fake, o);
     auto guard = locks.try_lock("game1:A-1");
     REQUIRE(guard);
-    fake.inject({Fake::Op::release_locks, Fake::FaultKind::fail_before, 1'000'000});
+    fake.inject({seatlock::op::id<seatlock::op::release_locks>, Fake::FaultKind::fail_before, 1'000'000});
     auto unlocked = guard->unlock();
     REQUIRE(unlocked.is(seatlock::errc::io_error));
     CHECK(unlocked.error().detail.find("retrying in the background") != std::string::npos);
@@ -223,7 +223,7 @@ TEST_CASE("a release still pending when its manager is destroyed is reported") {
     o.release_retry_inline = 10ms;
     {
         seatlock::LockManager locks(fake, o);
-        fake.inject({Fake::Op::release_locks, Fake::FaultKind::fail_before, 1'000'000});
+        fake.inject({seatlock::op::id<seatlock::op::release_locks>, Fake::FaultKind::fail_before, 1'000'000});
         { auto guard = locks.try_lock("game1:A-1").value(); }
         CHECK(errors.count == 0);
     }
@@ -238,17 +238,17 @@ TEST_CASE("a release given up after release_retry calls on_release_error exactly
     o.release_retry = 300ms;
     o.release_retry_inline = 50ms;
     seatlock::LockManager locks(fake, o);
-    fake.inject({Fake::Op::release_locks, Fake::FaultKind::fail_before, 1'000'000});
+    fake.inject({seatlock::op::id<seatlock::op::release_locks>, Fake::FaultKind::fail_before, 1'000'000});
     const auto t0 = std::chrono::steady_clock::now();
     { auto guard = locks.try_lock_all({"game1:A-1", "game1:A-2"}).value(); }
     CHECK(errors.count == 0);  // still retrying in the background
     REQUIRE(eventually([&] { return errors.count > 0; }));
     CHECK(std::chrono::steady_clock::now() - t0 >= 250ms);
-    CHECK(fake.count(Fake::Op::release_locks) > 3);  // tried again and again meanwhile
-    const auto attempts = fake.count(Fake::Op::release_locks);
+    CHECK(fake.count(seatlock::op::id<seatlock::op::release_locks>) > 3);  // tried again and again meanwhile
+    const auto attempts = fake.count(seatlock::op::id<seatlock::op::release_locks>);
     std::this_thread::sleep_for(300ms);
     CHECK(errors.count == 1);
-    CHECK(fake.count(Fake::Op::release_locks) == attempts);  // and then left alone
+    CHECK(fake.count(seatlock::op::id<seatlock::op::release_locks>) == attempts);  // and then left alone
     const auto f = errors.last_failure();
     CHECK(f.is(seatlock::errc::io_error));
     CHECK(f.items == std::vector<std::string>{"game1:A-1", "game1:A-2"});
@@ -262,7 +262,7 @@ TEST_CASE("a release is not retried past the end of its lease") {
     o.lease = 300ms;
     o.release_retry_inline = 20ms;
     seatlock::LockManager locks(fake, o);
-    fake.inject({Fake::Op::release_locks, Fake::FaultKind::fail_before, 1'000'000});
+    fake.inject({seatlock::op::id<seatlock::op::release_locks>, Fake::FaultKind::fail_before, 1'000'000});
     const auto t0 = std::chrono::steady_clock::now();
     { auto guard = locks.try_lock("game1:A-1").value(); }
     REQUIRE(eventually([&] { return errors.count > 0; }));
@@ -277,12 +277,12 @@ TEST_CASE("an acquisition with two lost replies leaves no lock behind") {
     Fake fake;
     ReleaseErrors errors;
     seatlock::LockManager locks(fake, reporting(errors));
-    fake.inject({Fake::Op::acquire_locks, Fake::FaultKind::lose_reply, 2});
+    fake.inject({seatlock::op::id<seatlock::op::acquire_locks>, Fake::FaultKind::lose_reply, 2});
     auto guard = locks.try_lock_all({"game1:A-1", "game1:A-2"});
     REQUIRE(guard.is(seatlock::errc::outcome_unknown));  // both attempts took the keys
     CHECK(guard.error().detail.find("released again") != std::string::npos);
-    CHECK(fake.count(Fake::Op::acquire_locks) == 2);
-    CHECK(fake.count(Fake::Op::release_locks) == 1);
+    CHECK(fake.count(seatlock::op::id<seatlock::op::acquire_locks>) == 2);
+    CHECK(fake.count(seatlock::op::id<seatlock::op::release_locks>) == 1);
     CHECK(free_now(fake, "game1:A-1"));
     CHECK(free_now(fake, "game1:A-2"));
     CHECK(errors.count == 0);
@@ -291,8 +291,8 @@ TEST_CASE("an acquisition with two lost replies leaves no lock behind") {
 TEST_CASE("an acquisition with a lost reply, then an error, leaves no lock behind") {
     Fake fake;
     seatlock::LockManager locks(fake);
-    fake.inject({Fake::Op::acquire_locks, Fake::FaultKind::lose_reply});
-    fake.inject({Fake::Op::acquire_locks, Fake::FaultKind::fail_before});
+    fake.inject({seatlock::op::id<seatlock::op::acquire_locks>, Fake::FaultKind::lose_reply});
+    fake.inject({seatlock::op::id<seatlock::op::acquire_locks>, Fake::FaultKind::fail_before});
     CHECK(locks.try_lock("game1:A-1").is(seatlock::errc::io_error));
     CHECK(free_now(fake, "game1:A-1"));
 }
@@ -304,8 +304,8 @@ TEST_CASE("when giving back an unknown acquisition fails too, on_release_error h
     o.release_retry = 200ms;
     o.release_retry_inline = 20ms;
     seatlock::LockManager locks(fake, o);
-    fake.inject({Fake::Op::acquire_locks, Fake::FaultKind::lose_reply, 2});
-    fake.inject({Fake::Op::release_locks, Fake::FaultKind::fail_before, 1'000'000});
+    fake.inject({seatlock::op::id<seatlock::op::acquire_locks>, Fake::FaultKind::lose_reply, 2});
+    fake.inject({seatlock::op::id<seatlock::op::release_locks>, Fake::FaultKind::fail_before, 1'000'000});
     auto guard = locks.try_lock("game1:A-1");
     REQUIRE(guard.is(seatlock::errc::outcome_unknown));
     CHECK(guard.error().detail.find("retried in the background") != std::string::npos);
@@ -331,7 +331,7 @@ TEST_CASE("unlock of a lease that was lost fails with lock_not_owned and touches
     REQUIRE(unlocked.is(seatlock::errc::lock_not_owned));
     CHECK(unlocked.error().items == std::vector<std::string>{"game1:A-1"});
     CHECK(other.try_lock("game1:A-1").is(seatlock::errc::lock_busy));
-    CHECK(fake.count(Fake::Op::release_locks) == 1);
+    CHECK(fake.count(seatlock::op::id<seatlock::op::release_locks>) == 1);
     CHECK(errors.count == 0);  // a lost lease is not a release error
 }
 
@@ -357,8 +357,8 @@ TEST_CASE("an unlocked guard's unlock and extend fail with lock_not_owned") {
     REQUIRE(guard->unlock());
     CHECK(guard->unlock().is(seatlock::errc::lock_not_owned));
     CHECK(guard->extend(1s).is(seatlock::errc::lock_not_owned));
-    CHECK(fake.count(Fake::Op::release_locks) == 1);
-    CHECK(fake.count(Fake::Op::extend_locks) == 0);
+    CHECK(fake.count(seatlock::op::id<seatlock::op::release_locks>) == 1);
+    CHECK(fake.count(seatlock::op::id<seatlock::op::extend_locks>) == 0);
 }
 
 TEST_CASE("extend retries a renewal that failed in transit") {
@@ -366,11 +366,11 @@ TEST_CASE("extend retries a renewal that failed in transit") {
     seatlock::LockManager locks(fake);
     auto guard = locks.try_lock("game1:A-1");
     REQUIRE(guard);
-    fake.inject({Fake::Op::extend_locks, Fake::FaultKind::fail_before});
-    fake.inject({Fake::Op::extend_locks, Fake::FaultKind::lose_reply});
+    fake.inject({seatlock::op::id<seatlock::op::extend_locks>, Fake::FaultKind::fail_before});
+    fake.inject({seatlock::op::id<seatlock::op::extend_locks>, Fake::FaultKind::lose_reply});
     auto extended = guard->extend(20s);
     CHECK_MESSAGE(extended, (extended ? "" : extended.error().message()));
-    CHECK(fake.count(Fake::Op::extend_locks) == 3);
+    CHECK(fake.count(seatlock::op::id<seatlock::op::extend_locks>) == 3);
     fake.advance(15s);  // past the first lease of 10 s: the extension was applied
     CHECK_FALSE(free_now(fake, "game1:A-1"));
 }
@@ -382,9 +382,9 @@ TEST_CASE("the watchdog retries a failed renewal after a short pause, not a thir
     auto guard = locks.try_lock("game1:A-1");
     REQUIRE(guard);
     const auto t0 = std::chrono::steady_clock::now();
-    fake.inject({Fake::Op::extend_locks, Fake::FaultKind::fail_before});
+    fake.inject({seatlock::op::id<seatlock::op::extend_locks>, Fake::FaultKind::fail_before});
     // The first renewal is due after 1 s and fails; the next regular one would be at 2 s.
-    REQUIRE(eventually([&] { return fake.count(Fake::Op::extend_locks) == 2; }));
+    REQUIRE(eventually([&] { return fake.count(seatlock::op::id<seatlock::op::extend_locks>) == 2; }));
     CHECK(std::chrono::steady_clock::now() - t0 < 1500ms);
     CHECK(guard->owns());
     CHECK(lost == 0);
@@ -402,7 +402,7 @@ TEST_CASE("guards are move-only and release exactly once") {
     CHECK(moved.owns());
     CHECK(locks.try_lock("game1:A-1").is(seatlock::errc::lock_busy));
     CHECK(moved.unlock());
-    CHECK(fake.count(Fake::Op::release_locks) == 1);
+    CHECK(fake.count(seatlock::op::id<seatlock::op::release_locks>) == 1);
 }
 
 TEST_CASE("a guard without a watchdog stops claiming ownership when its lease ends locally") {

@@ -3,7 +3,7 @@
 // applying; apply, then lose the reply; added latency), and it records every call.
 //
 //     seatlock::FakeBackend fake;
-//     fake.inject({seatlock::FakeBackend::Op::confirm, seatlock::FakeBackend::FaultKind::lose_reply});
+//     fake.inject({seatlock::op::id<seatlock::op::confirm>, seatlock::FakeBackend::FaultKind::lose_reply});
 //     auto r = store.confirm(token, "pay-1");   // applied, but reported outcome_unknown
 //     fake.advance(std::chrono::minutes(11));   // every hold of 10 minutes has now expired
 #pragma once
@@ -22,12 +22,8 @@ namespace seatlock {
 
 class FakeBackend {
 public:
-    /// Every operation of the backend concept, for scripting faults and reading calls.
-    enum class Op {
-        acquire_locks, release_locks, extend_locks, create_event, events, hold, confirm,
-        release, extend, cancel, seats, expired, ack_expired, begin_recovery, restore_order,
-        end_recovery, version,
-    };
+    /// An operation, named by its value type: `op::id<op::confirm>` (seatlock/operations.hpp).
+    using Op = op::Id;
     enum class FaultKind {
         fail_before,  ///< not applied; reported as io_error
         lose_reply,   ///< applied, then reported as outcome_unknown (a reply lost in transit)
@@ -93,74 +89,17 @@ public:
         calls_.clear();
     }
 
-    Result<std::uint64_t> acquire_locks(std::span<const std::string> keys, const std::string& owner,
-                                        Millis lease) {
-        return run(Op::acquire_locks,
-                   [&](std::int64_t now) { return locks_.acquire(keys, owner, lease.count(), now); });
+    /// Runs one operation (seatlock/operations.hpp) on the in-process rules, under the
+    /// fake's single mutex (so runs are reproducible), with whatever fault is scripted for it.
+    template <op::lock_op O>
+        requires requires(detail::LockTable& t, const O& o) { t.run(o, std::int64_t{}); }
+    op::result_of<O> run(const O& operation) {
+        return apply(op::id<O>, [&](std::int64_t now) { return locks_.run(operation, now); });
     }
-    Result<bool> release_locks(std::span<const std::string> keys, const std::string& owner) {
-        return run(Op::release_locks,
-                   [&](std::int64_t now) { return locks_.release(keys, owner, now); });
-    }
-    Result<bool> extend_locks(std::span<const std::string> keys, const std::string& owner,
-                              Millis lease) {
-        return run(Op::extend_locks,
-                   [&](std::int64_t now) { return locks_.extend(keys, owner, lease.count(), now); });
-    }
-    /// Every later fencing token of `key`'s group is larger than `at_least`.
-    Result<void> raise_fencing(std::string_view key, std::uint64_t at_least) {
-        (void)key;
-        std::lock_guard lock(mutex_);
-        return locks_.raise_fencing(at_least);
-    }
-    Result<void> create_event(const EventSpec& spec) {
-        return run(Op::create_event, [&](std::int64_t) { return holds_.create_event(spec); });
-    }
-    Result<std::vector<EventSpec>> events() {
-        return run(Op::events, [&](std::int64_t) { return holds_.events(); });
-    }
-    Result<Hold> hold(const HoldCommand& cmd) {
-        return run(Op::hold, [&](std::int64_t now) { return holds_.hold(cmd, now); });
-    }
-    Result<Order> confirm(const ConfirmCommand& cmd) {
-        return run(Op::confirm, [&](std::int64_t now) { return holds_.confirm(cmd, now); });
-    }
-    Result<EventVersion> release(const std::string& token) {
-        return run(Op::release, [&](std::int64_t now) { return holds_.release(token, now); });
-    }
-    Result<Hold> extend(const std::string& token, Millis ttl, Millis max_lifetime) {
-        return run(Op::extend,
-                   [&](std::int64_t now) { return holds_.extend(token, ttl, max_lifetime, now); });
-    }
-    Result<Order> cancel(const std::string& event, const std::string& order_id,
-                         const std::optional<std::string>& holder) {
-        return run(Op::cancel,
-                   [&](std::int64_t now) { return holds_.cancel(event, order_id, holder, now); });
-    }
-    Result<std::vector<ZoneState>> seats(const std::string& event,
-                                         const std::optional<std::string>& zone) {
-        return run(Op::seats, [&](std::int64_t now) { return holds_.seats(event, zone, now); });
-    }
-    Result<std::vector<ExpiredHold>> expired(std::size_t limit, Millis redeliver_after) {
-        return run(Op::expired,
-                   [&](std::int64_t now) { return holds_.expired(limit, redeliver_after, now); });
-    }
-    Result<void> ack_expired(std::span<const std::string> tokens) {
-        return run(Op::ack_expired, [&](std::int64_t now) { return holds_.ack_expired(tokens, now); });
-    }
-    Result<Recovery> begin_recovery(const EventSpec& spec, bool hide_existing) {
-        return run(Op::begin_recovery,
-                   [&](std::int64_t) { return holds_.begin_recovery(spec, hide_existing); });
-    }
-    Result<Order> restore_order(const RestoreCommand& cmd) {
-        return run(Op::restore_order, [&](std::int64_t now) { return holds_.restore_order(cmd, now); });
-    }
-    Result<EventVersion> end_recovery(const std::string& event, EventVersion at_least) {
-        return run(Op::end_recovery,
-                   [&](std::int64_t) { return holds_.end_recovery(event, at_least); });
-    }
-    Result<EventVersion> version(const std::string& event) {
-        return run(Op::version, [&](std::int64_t now) { return holds_.version(event, now); });
+    template <op::hold_op O>
+        requires requires(detail::HoldTable& t, const O& o) { t.run(o, std::int64_t{}); }
+    op::result_of<O> run(const O& operation) {
+        return apply(op::id<O>, [&](std::int64_t now) { return holds_.run(operation, now); });
     }
 
     /// Forgets every event, hold and order (locks stay), as a storage restarted without
@@ -174,7 +113,7 @@ private:
     // Applies one operation under the fake's single mutex (so runs are reproducible), with
     // whatever fault is scripted for it.
     template <typename F>
-    auto run(Op op, F&& apply) -> decltype(apply(std::int64_t{})) {
+    auto apply(Op op, F&& step) -> decltype(step(std::int64_t{})) {
         const auto fault = take_fault(op);
         if (fault && fault->kind == FaultKind::latency) std::this_thread::sleep_for(fault->latency);
         std::lock_guard lock(mutex_);
@@ -182,7 +121,7 @@ private:
             calls_.push_back({op, make_error_code(errc::io_error)});
             return Failure(errc::io_error, "injected fault: the call failed before it was applied");
         }
-        auto result = apply(now_ms_.load());
+        auto result = step(now_ms_.load());
         if (fault && fault->kind == FaultKind::lose_reply) {
             calls_.push_back({op, make_error_code(errc::outcome_unknown)});
             return Failure(errc::outcome_unknown,

@@ -140,6 +140,13 @@ struct RedisOptions {
     /// Any of them may end with ?replicas_to_ack=N&replica_ack_timeout_ms=M (either or both).
     /// invalid_argument, naming what is wrong (never the password), for anything else.
     static Result<RedisOptions> from_url(std::string_view url);
+
+    /// Whether these options can ever work: invalid_argument, naming the option, for an
+    /// empty host, a bad port, pool_size or async_connections 0, non-positive timeouts, a
+    /// replica_ack_timeout not below command_timeout, a prefix with braces or spaces, a
+    /// unix_socket path too long or given with cluster_nodes or sentinels, and the like.
+    /// RedisBackend's constructor throws this failure as seatlock::Error. Never connects.
+    [[nodiscard]] Result<void> validate() const;
 };
 
 /// The Redis backend: a Backend over one Redis server, a Redis Cluster, or the primary of
@@ -175,59 +182,25 @@ public:
     Result<void> ping();
     [[nodiscard]] const RedisOptions& options() const noexcept;
 
-    // LockBackend (see seatlock/backend.hpp for the semantics).
-    Result<std::uint64_t> acquire_locks(std::span<const std::string> keys, const std::string& owner,
-                                        Millis lease);
-    Result<bool> release_locks(std::span<const std::string> keys, const std::string& owner);
-    Result<bool> extend_locks(std::span<const std::string> keys, const std::string& owner,
-                              Millis lease);
+    /// Runs one operation (seatlock/operations.hpp says what each does): one Redis
+    /// function call, or for a few operations a short chain of commands (an event and its
+    /// index entry; expired walking every event), through the connection pool or, when
+    /// pipeline_blocking_calls, a pipelined connection; waits for the reply.
+    template <op::any_op O>
+    op::result_of<O> run(const O& operation);
 
-    /// Every later fencing token of `key`'s group is larger than `at_least`: after the
-    /// server lost its data, fencing tokens go on from what the application's records hold.
-    Result<void> raise_fencing(std::string_view key, std::uint64_t at_least);
+    /// The same, asynchronously: sends the same calls on a pipelined connection; `done`
+    /// is called once, from the backend's I/O thread (or at once, for input refused
+    /// before anything is sent).
+    template <op::any_op O>
+    void async_run(const O& operation, detail::Completion<typename O::result_type> done);
 
-    // HoldBackend (see seatlock/backend.hpp for the semantics).
-    Result<void> create_event(const EventSpec& spec);
-    Result<std::vector<EventSpec>> events();
-    Result<Hold> hold(const HoldCommand& cmd);
-    Result<Order> confirm(const ConfirmCommand& cmd);
-    Result<EventVersion> release(const std::string& token);
-    Result<Hold> extend(const std::string& token, Millis ttl, Millis max_lifetime);
-    Result<Order> cancel(const std::string& event, const std::string& order_id,
-                         const std::optional<std::string>& holder);
-    Result<std::vector<ZoneState>> seats(const std::string& event,
-                                         const std::optional<std::string>& zone);
-    Result<std::vector<ExpiredHold>> expired(std::size_t limit, Millis redeliver_after);
-    Result<void> ack_expired(std::span<const std::string> tokens);
-    Result<Recovery> begin_recovery(const EventSpec& spec, bool hide_existing);
-    Result<Order> restore_order(const RestoreCommand& cmd);
-    Result<EventVersion> end_recovery(const std::string& event, EventVersion at_least);
-    Result<EventVersion> version(const std::string& event);
-
-    /// The asynchronous twin of each operation above (seatlock/operations.hpp): sends
-    /// the same function call on a pipelined connection; `done` is called once, from the
-    /// backend's I/O thread (or at once, for input refused before anything is sent).
-    void async_run(const op::acquire_locks& op, detail::Completion<std::uint64_t> done);
-    void async_run(const op::release_locks& op, detail::Completion<bool> done);
-    void async_run(const op::extend_locks& op, detail::Completion<bool> done);
-    void async_run(const op::raise_fencing& op, detail::Completion<void> done);
-    void async_run(const op::create_event& op, detail::Completion<void> done);
-    void async_run(const op::events& op, detail::Completion<std::vector<EventSpec>> done);
-    void async_run(const op::begin_recovery& op, detail::Completion<Recovery> done);
-    void async_run(const op::restore_order& op, detail::Completion<Order> done);
-    void async_run(const op::end_recovery& op, detail::Completion<EventVersion> done);
-    void async_run(const op::version& op, detail::Completion<EventVersion> done);
-    void async_run(const op::hold& op, detail::Completion<Hold> done);
-    void async_run(const op::confirm& op, detail::Completion<Order> done);
-    void async_run(const op::release& op, detail::Completion<EventVersion> done);
-    void async_run(const op::extend& op, detail::Completion<Hold> done);
-    void async_run(const op::cancel& op, detail::Completion<Order> done);
-    void async_run(const op::seats& op, detail::Completion<std::vector<ZoneState>> done);
-    void async_run(const op::expired& op, detail::Completion<std::vector<ExpiredHold>> done);
-    void async_run(const op::ack_expired& op, detail::Completion<void> done);
+public:
+    struct Impl;  ///< the connection state: private to the compiled backend
 
 private:
-    struct Impl;
+    template <typename L>
+    struct Instances;
     std::unique_ptr<Impl> impl_;
 };
 

@@ -69,7 +69,7 @@ void start(B& backend, const Op& op, Completion<typename Op::result_type> done) 
     if constexpr (RunsAsync<B, Op>) {
         backend.async_run(op, std::move(done));
     } else {
-        done(op.run(backend));
+        done(backend.run(op));
     }
 }
 
@@ -85,8 +85,8 @@ struct RetryLost {
 /// `op` once, then again as RetryLost says: the blocking way.
 template <typename B, typename Op>
 Result<typename Op::result_type> run_retried(B& backend, const Op& op, RetryLost retry) {
-    auto result = op.run(backend);
-    while (retry.again(result)) result = op.run(backend);
+    auto result = backend.run(op);
+    while (retry.again(result)) result = backend.run(op);
     return result;
 }
 

@@ -9,7 +9,7 @@
 // `expired()` in the same step: no expiry is ever lost.
 #pragma once
 
-#include <seatlock/backend.hpp>
+#include <seatlock/operations.hpp>
 #include <seatlock/detail/hold_state.hpp>
 #include <seatlock/detail/text.hpp>
 #include <seatlock/keys.hpp>
@@ -39,7 +39,11 @@ public:
 
     explicit HoldTable(WallFn wall) : wall_(std::move(wall)) {}
 
-    Result<void> create_event(const EventSpec& spec) {
+    // One run() per operation of op::hold_ops (seatlock/operations.hpp says what each
+    // does); `now` is the storage clock in milliseconds.
+
+    Result<void> run(const op::create_event& o, std::int64_t) {
+        const EventSpec& spec = o.spec;
         Shard& shard = shard_of(spec.id);
         std::unique_lock lock(shard.mutex);
         auto it = shard.events.find(spec.id);
@@ -52,7 +56,7 @@ public:
         return {};
     }
 
-    Result<std::vector<EventSpec>> events() const {
+    Result<std::vector<EventSpec>> run(const op::events&, std::int64_t) const {
         std::vector<EventSpec> specs;
         for (Event* event : all_events()) specs.push_back(event->spec);
         std::sort(specs.begin(), specs.end(),
@@ -64,17 +68,20 @@ public:
     // answered from memory too: one rule, whatever the step found), and its result
     // carries the new version.
 
-    Result<Hold> hold(const HoldCommand& cmd, std::int64_t now) {
+    Result<Hold> run(const op::hold& o, std::int64_t now) {
+        const HoldCommand& cmd = o.cmd;
         return with_event(cmd.event, now,
                           [&](Event& e) { return e.versioned(e.hold(cmd, now, *this)); });
     }
 
-    Result<Order> confirm(const ConfirmCommand& cmd, std::int64_t now) {
+    Result<Order> run(const op::confirm& o, std::int64_t now) {
+        const ConfirmCommand& cmd = o.cmd;
         return with_token(cmd.token, now,
                           [&](Event& e) { return e.versioned(e.confirm(cmd, now, *this)); });
     }
 
-    Result<EventVersion> release(const std::string& token, std::int64_t now) {
+    Result<EventVersion> run(const op::release& o, std::int64_t now) {
+        const std::string& token = o.token;
         return with_token(token, now, [&](Event& e) -> Result<EventVersion> {
             auto released = e.release(token, now);
             if (!released) return std::move(released).error();
@@ -82,45 +89,41 @@ public:
         });
     }
 
-    Result<Hold> extend(const std::string& token, Millis ttl, Millis max_lifetime,
-                        std::int64_t now) {
-        return with_token(token, now, [&](Event& e) {
-            return e.versioned(e.extend(token, ttl.count(), max_lifetime.count(), now, *this));
+    Result<Hold> run(const op::extend& o, std::int64_t now) {
+        return with_token(o.token, now, [&](Event& e) {
+            return e.versioned(e.extend(o.token, o.ttl.count(), o.max_lifetime.count(), now, *this));
         });
     }
 
-    Result<Order> cancel(const std::string& event, const std::string& order_id,
-                         const std::optional<std::string>& holder, std::int64_t now) {
-        return with_event(event, now, [&](Event& e) {
-            return e.versioned(e.cancel(order_id, holder, now, *this));
+    Result<Order> run(const op::cancel& o, std::int64_t now) {
+        return with_event(o.event, now, [&](Event& e) {
+            return e.versioned(e.cancel(o.order_id, o.holder, now, *this));
         });
     }
 
-    /// The event's version (unknown_event when missing or hidden); expiring what is due
-    /// first, as every call does.
-    Result<EventVersion> version(const std::string& event, std::int64_t now) {
-        return with_event(event, now, [](Event& e) -> Result<EventVersion> { return e.version; });
+    /// Expires what is due first, as every call does.
+    Result<EventVersion> run(const op::version& o, std::int64_t now) {
+        return with_event(o.event, now, [](Event& e) -> Result<EventVersion> { return e.version; });
     }
 
-    Result<std::vector<ZoneState>> seats(const std::string& event,
-                                         const std::optional<std::string>& zone,
-                                         std::int64_t now) {
-        return with_event(event, now, [&](Event& e) { return e.states(zone); });
+    Result<std::vector<ZoneState>> run(const op::seats& o, std::int64_t now) {
+        return with_event(o.event, now, [&](Event& e) { return e.states(o.zone); });
     }
 
-    Result<std::vector<ExpiredHold>> expired(std::size_t limit, Millis redeliver_after,
-                                             std::int64_t now) {
+    Result<std::vector<ExpiredHold>> run(const op::expired& o, std::int64_t now) {
+        const std::size_t limit = o.limit;
         std::vector<ExpiredHold> out;
         for (Event* event : all_events()) {
             if (out.size() >= limit) break;
             std::lock_guard lock(event->mutex);
             event->sweep(now);
-            event->collect_expired(out, limit, now + redeliver_after.count(), now, *this);
+            event->collect_expired(out, limit, now + o.redeliver_after.count(), now, *this);
         }
         return out;
     }
 
-    Result<Recovery> begin_recovery(const EventSpec& spec, bool hide_existing) {
+    Result<Recovery> run(const op::begin_recovery& o, std::int64_t) {
+        const EventSpec& spec = o.spec;
         Shard& shard = shard_of(spec.id);
         std::unique_lock lock(shard.mutex);
         auto it = shard.events.find(spec.id);
@@ -129,7 +132,7 @@ public:
                 return Failure(errc::event_exists,
                                "event " + spec.id + " already exists with another inventory");
             }
-            if (!hide_existing) return Recovery::existed;
+            if (!o.hide_existing) return Recovery::existed;
             std::lock_guard event_lock(it->second->mutex);
             it->second->visible = false;
             ++it->second->version;
@@ -141,17 +144,17 @@ public:
         return Recovery::created;
     }
 
-    Result<Order> restore_order(const RestoreCommand& cmd, std::int64_t now) {
+    Result<Order> run(const op::restore_order& o, std::int64_t now) {
         return with_event(
-            cmd.event, now, [&](Event& e) { return e.versioned(e.restore(cmd, now)); }, true);
+            o.cmd.event, now, [&](Event& e) { return e.versioned(e.restore(o.cmd, now)); }, true);
     }
 
-    Result<EventVersion> end_recovery(const std::string& event, EventVersion at_least) {
-        Event* e = find(event, true);
-        if (!e) return Failure(errc::unknown_event, "no event " + event, {event});
+    Result<EventVersion> run(const op::end_recovery& o, std::int64_t) {
+        Event* e = find(o.event, true);
+        if (!e) return Failure(errc::unknown_event, "no event " + o.event, {o.event});
         std::lock_guard lock(e->mutex);
         e->visible = true;
-        e->version = std::max(e->version, at_least) + 1;
+        e->version = std::max(e->version, o.at_least) + 1;
         return e->version;
     }
 
@@ -162,8 +165,8 @@ public:
         }
     }
 
-    Result<void> ack_expired(std::span<const std::string> tokens, std::int64_t now) {
-        for (const auto& token : tokens) {
+    Result<void> run(const op::ack_expired& o, std::int64_t now) {
+        for (const auto& token : o.tokens) {
             Event* event = find(std::string(token_event(token)));
             if (!event) continue;  // unknown tokens are already as acknowledged as they can be
             std::lock_guard lock(event->mutex);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <seatlock/detail/text.hpp>
+#include <seatlock/operations.hpp>
 #include <seatlock/result.hpp>
 
 #include <algorithm>
@@ -26,8 +27,13 @@ public:
         for (auto& s : stripes_) s = std::make_unique<Stripe>();
     }
 
-    Result<std::uint64_t> acquire(std::span<const std::string> keys, const std::string& owner,
-                                  std::int64_t lease_ms, std::int64_t now_ms) {
+    // One run() per operation of op::lock_ops (seatlock/operations.hpp says what each
+    // does); `now_ms` is the storage clock in milliseconds.
+
+    Result<std::uint64_t> run(const op::acquire_locks& o, std::int64_t now_ms) {
+        const auto keys = o.keys;
+        const std::string& owner = o.owner;
+        const std::int64_t lease_ms = o.lease.count();
         Guard guard(*this, keys);
         std::vector<std::string> busy;
         for (const auto& key : keys) {
@@ -47,7 +53,8 @@ public:
     }
 
     // Every later fencing token is larger than `at_least` (one counter for every group).
-    Result<void> raise_fencing(std::uint64_t at_least) {
+    Result<void> run(const op::raise_fencing& o, std::int64_t) {
+        const std::uint64_t at_least = o.at_least;
         std::uint64_t current = fence_.load(std::memory_order_relaxed);
         while (current < at_least &&
                !fence_.compare_exchange_weak(current, at_least, std::memory_order_relaxed)) {
@@ -55,8 +62,9 @@ public:
         return {};
     }
 
-    Result<bool> release(std::span<const std::string> keys, const std::string& owner,
-                         std::int64_t now_ms) {
+    Result<bool> run(const op::release_locks& o, std::int64_t now_ms) {
+        const auto keys = o.keys;
+        const std::string& owner = o.owner;
         Guard guard(*this, keys);
         std::size_t released = 0;
         for (const auto& key : keys) {
@@ -70,8 +78,10 @@ public:
         return released == keys.size();
     }
 
-    Result<bool> extend(std::span<const std::string> keys, const std::string& owner,
-                        std::int64_t lease_ms, std::int64_t now_ms) {
+    Result<bool> run(const op::extend_locks& o, std::int64_t now_ms) {
+        const auto keys = o.keys;
+        const std::string& owner = o.owner;
+        const std::int64_t lease_ms = o.lease.count();
         Guard guard(*this, keys);
         for (const auto& key : keys) {
             const Entry* entry = find(key);

@@ -144,7 +144,7 @@ public:
     template <LockBackend B>
     Outcome attempt(B& backend) {
         const auto sent = SteadyClock::now();
-        return settle(request().run(backend), sent);
+        return settle(backend.run(request()), sent);
     }
 
     /// What the answer to an attempt sent at `sent` means.
@@ -315,7 +315,7 @@ private:
         lock.unlock();
         const auto sent = SteadyClock::now();
         const Millis lease = state->lease.load();
-        const auto renewed = op::extend_locks{state->keys, state->owner, lease}.run(*backend_);
+        const auto renewed = backend_->run(op::extend_locks{state->keys, state->owner, lease});
         const auto next = after_renewal(*state, renewed, sent, lease, backoff);
         lock.lock();
         renewing_ = nullptr;
