@@ -156,6 +156,20 @@ inline std::function<Result<bool>(const redisReply*)> flag(const Script& script)
     };
 }
 
+/// An empty argument list for the function whose arguments `Layout` names
+/// (redis_scripts::args::<op>, declared by the function's `--! ARGV` line), with room for
+/// `rest` more after its fixed ones:
+///     using A = redis_scripts::args::release;
+///     auto args = arguments<A>();
+///     args[A::token] = token;
+template <typename Layout>
+std::vector<std::string> arguments(std::size_t rest = 0) {
+    std::vector<std::string> out;
+    out.reserve(Layout::argc + rest);
+    out.resize(Layout::argc);
+    return out;
+}
+
 template <typename T>
 Call<T> make_call(const Script& script, std::vector<std::string> keys, std::vector<std::string> args,
                   std::function<Result<T>(const redisReply*)> read) {

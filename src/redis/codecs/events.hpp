@@ -29,7 +29,13 @@ enum class Visibility { shown, hidden, hide_existing };
 
 inline Call<Stored> store_call(const Context& c, const EventSpec& spec, Visibility visibility) {
     std::vector<std::string> ks{c.keys.event_key("event", spec.id)};
-    std::vector<std::string> args{c.keys.prefix(), spec.id, spec.name, std::to_string(spec.zones.size())};
+    using A = redis_scripts::args::event_create;
+    auto args = arguments<A>();
+    args[A::prefix] = c.keys.prefix();
+    args[A::event] = spec.id;
+    args[A::name] = spec.name;
+    args[A::zone_count] = std::to_string(spec.zones.size());
+    // Then from A::zones, for each zone: id, kind, n, and a named zone's n (seat, row) pairs.
     for (const auto& zone : spec.zones) {
         ks.push_back(c.keys.event_key("free", spec.id, zone.id));
         ks.push_back(c.keys.event_key("seats", spec.id, zone.id));
@@ -128,8 +134,13 @@ struct Codec<op::end_recovery> {
         }
         const Context& c = exec.context();
         using event_codec::Shown;
+        using A = redis_scripts::args::event_show;
+        auto args = arguments<A>();
+        args[A::prefix] = c.keys.prefix();
+        args[A::event] = o.event;
+        args[A::at_least] = std::to_string(o.at_least);
         auto call = make_call<Shown>(redis_scripts::event_show, {c.keys.event_key("event", o.event)},
-                                     {c.keys.prefix(), o.event, std::to_string(o.at_least)},
+                                     std::move(args),
                                      standard<Shown>(redis_scripts::event_show, [](const Reader& r) {
                                          return Shown{r.text(1), r.version(2)};
                                      }));
@@ -149,8 +160,12 @@ template <>
 struct Codec<op::version> {
     static Result<Call<EventVersion>> call(const Context& c, const op::version& o) {
         if (!is_valid_id(o.event)) return event_codec::no_event(o.event);
+        using A = redis_scripts::args::version;
+        auto args = arguments<A>();
+        args[A::prefix] = c.keys.prefix();
+        args[A::event] = o.event;
         return make_call<EventVersion>(
-            redis_scripts::version, c.event_keys(o.event), {c.keys.prefix(), o.event},
+            redis_scripts::version, c.event_keys(o.event), std::move(args),
             standard<EventVersion>(redis_scripts::version, [](const Reader& r) {
                 // {1, version}: 0 for an event no step has changed yet.
                 const auto v = r.integer(1);
@@ -168,10 +183,17 @@ struct Codec<op::restore_order> {
         ks.push_back(c.keys.event_key("free", cmd.event, cmd.zone));
         ks.push_back(c.keys.event_key("seats", cmd.event, cmd.zone));
         const auto paid_at = std::chrono::duration_cast<Millis>(cmd.paid_at.time_since_epoch());
-        std::vector<std::string> args{c.keys.prefix(), cmd.event,   cmd.order_id,
-                                      cmd.holder,      cmd.zone,    cmd.hold_token,
-                                      ms(paid_at),     std::to_string(cmd.seats.size())};
-        args.insert(args.end(), cmd.seats.begin(), cmd.seats.end());
+        using A = redis_scripts::args::restore_order;
+        auto args = arguments<A>(cmd.seats.size());
+        args[A::prefix] = c.keys.prefix();
+        args[A::event] = cmd.event;
+        args[A::order] = cmd.order_id;
+        args[A::holder] = cmd.holder;
+        args[A::zone] = cmd.zone;
+        args[A::token] = cmd.hold_token;
+        args[A::paid_at] = ms(paid_at);
+        args[A::n] = std::to_string(cmd.seats.size());
+        args.insert(args.end(), cmd.seats.begin(), cmd.seats.end());  // from A::seats
         return make_call<Order>(
             redis_scripts::restore_order, std::move(ks), std::move(args),
             standard<Order>(redis_scripts::restore_order,
@@ -181,10 +203,16 @@ struct Codec<op::restore_order> {
 
 template <>
 struct Codec<op::events> {
+    static std::vector<std::string> prefix_only(const Context& c) {
+        using A = redis_scripts::args::events;
+        auto args = arguments<A>();
+        args[A::prefix] = c.keys.prefix();
+        return args;
+    }
     static Result<Call<std::vector<EventSpec>>> call(const Context& c, const op::events&) {
         using Out = std::vector<EventSpec>;
         return make_call<Out>(
-            redis_scripts::events, {c.keys.events_index()}, {c.keys.prefix()},
+            redis_scripts::events, {c.keys.events_index()}, prefix_only(c),
             standard<Out>(redis_scripts::events, [](const Reader& r) {
                 Out out;
                 const Reader list = r.array(1);

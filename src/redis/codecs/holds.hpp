@@ -25,12 +25,23 @@ inline Result<std::string> event_of(const std::string& token) {
     return std::string(event);
 }
 
+inline std::vector<std::string> expired_args(const Context& c, const std::string& event,
+                                             std::size_t limit, Millis redeliver_after) {
+    using A = redis_scripts::args::expired;
+    auto args = arguments<A>();
+    args[A::prefix] = c.keys.prefix();
+    args[A::event] = event;
+    args[A::limit] = std::to_string(limit);
+    args[A::redeliver_after] = ms(redeliver_after);
+    return args;
+}
+
 inline Call<std::vector<ExpiredHold>> expired_call(const Context& c, const std::string& event,
                                                    std::size_t limit, Millis redeliver_after) {
     using Out = std::vector<ExpiredHold>;
     return make_call<Out>(
         redis_scripts::expired, c.event_keys(event),
-        {c.keys.prefix(), event, std::to_string(limit), ms(redeliver_after)},
+        expired_args(c, event, limit, redeliver_after),
         standard<Out>(redis_scripts::expired, [event](const Reader& r) {
             Out found;
             const Reader list = r.array(1);
@@ -87,8 +98,11 @@ struct ExpiredWalk : std::enable_shared_from_this<ExpiredWalk<Exec, Done>> {
 
 inline Call<void> ack_call(const Context& c, const std::string& event,
                            const std::vector<std::string>& tokens) {
-    std::vector<std::string> args{c.keys.prefix(), event};
-    args.insert(args.end(), tokens.begin(), tokens.end());
+    using A = redis_scripts::args::ack_expired;
+    auto args = arguments<A>(tokens.size());
+    args[A::prefix] = c.keys.prefix();
+    args[A::event] = event;
+    args.insert(args.end(), tokens.begin(), tokens.end());  // from A::tokens
     return make_call<void>(redis_scripts::ack_expired, c.event_keys(event), std::move(args),
                            standard<void>(redis_scripts::ack_expired, [](const Reader&) {}));
 }
@@ -133,18 +147,21 @@ struct Codec<op::hold> {
         ks.push_back(c.keys.event_key("seats", cmd.event, req.zone));
         const auto n =
             req.kind == HoldKind::seats ? static_cast<std::int64_t>(req.seats.size()) : req.quantity;
-        std::vector<std::string> args{
-            c.keys.prefix(),
-            cmd.event,
-            cmd.holder,
-            cmd.token,
-            req.zone,
-            to_string(req.kind),
-            std::to_string(n),
-            ms(cmd.ttl),
-            std::to_string(std::clamp<std::int64_t>(cmd.limits.max_seats_per_holder, 0, max_script_ms)),
-            cmd.limits.one_active_hold_per_holder ? "1" : "0",
-            cmd.idempotency_key};
+        using A = redis_scripts::args::hold;
+        auto args = arguments<A>(req.seats.size());
+        args[A::prefix] = c.keys.prefix();
+        args[A::event] = cmd.event;
+        args[A::holder] = cmd.holder;
+        args[A::token] = cmd.token;
+        args[A::zone] = req.zone;
+        args[A::kind] = to_string(req.kind);
+        args[A::n] = std::to_string(n);
+        args[A::ttl] = ms(cmd.ttl);
+        args[A::max_seats] =
+            std::to_string(std::clamp<std::int64_t>(cmd.limits.max_seats_per_holder, 0, max_script_ms));
+        args[A::one_active] = cmd.limits.one_active_hold_per_holder ? "1" : "0";
+        args[A::key] = cmd.idempotency_key;
+        // From A::seats: the seats asked for, by name.
         if (req.kind == HoldKind::seats) args.insert(args.end(), req.seats.begin(), req.seats.end());
         // The hold as made. A new hold of named seats is answered by "<expires_ms> <version>"
         // alone (a bulk string): its seats are the ones asked for.
@@ -201,10 +218,17 @@ struct Codec<op::confirm> {
         using hold_codec::event_of;
         auto event = event_of(cmd.token);
         if (!event) return std::move(event).error();
+        using A = redis_scripts::args::confirm;
+        auto args = arguments<A>();
+        args[A::prefix] = c.keys.prefix();
+        args[A::event] = *event;
+        args[A::token] = cmd.token;
+        args[A::order] = cmd.order_id;
+        args[A::late] = cmd.late ? "1" : "0";
+        args[A::max_seats] =
+            std::to_string(std::clamp<std::int64_t>(cmd.limits.max_seats_per_holder, 0, max_script_ms));
         return make_call<Order>(
-            redis_scripts::confirm, c.event_keys(*event),
-            {c.keys.prefix(), *event, cmd.token, cmd.order_id, cmd.late ? "1" : "0",
-             std::to_string(std::clamp<std::int64_t>(cmd.limits.max_seats_per_holder, 0, max_script_ms))},
+            redis_scripts::confirm, c.event_keys(*event), std::move(args),
             standard<Order>(redis_scripts::confirm,
                             [event = *event](const Reader& r) { return read_order(r, event); }));
     }
@@ -212,17 +236,37 @@ struct Codec<op::confirm> {
 
 template <>
 struct Codec<op::release> {
+    static std::vector<std::string> args(const Context& c, const std::string& event,
+                                         const std::string& token) {
+        using A = redis_scripts::args::release;
+        auto out = arguments<A>();
+        out[A::prefix] = c.keys.prefix();
+        out[A::event] = event;
+        out[A::token] = token;
+        return out;
+    }
     static Result<Call<EventVersion>> call(const Context& c, const op::release& o) {
         auto event = hold_codec::event_of(o.token);
         if (!event) return std::move(event).error();
         return make_call<EventVersion>(redis_scripts::release, c.event_keys(*event),
-                                       {c.keys.prefix(), *event, o.token},
+                                       args(c, *event, o.token),
                                        version_or_refusal(redis_scripts::release));
     }
 };
 
 template <>
 struct Codec<op::extend> {
+    static std::vector<std::string> args(const Context& c, const std::string& event,
+                                         const std::string& token, Millis ttl, Millis max_lifetime) {
+        using A = redis_scripts::args::extend;
+        auto out = arguments<A>();
+        out[A::prefix] = c.keys.prefix();
+        out[A::event] = event;
+        out[A::token] = token;
+        out[A::ttl] = ms(ttl);
+        out[A::max_lifetime] = ms(max_lifetime);
+        return out;
+    }
     static Result<Call<Hold>> call(const Context& c, const op::extend& o) {
         const std::string& token = o.token;
         const Millis ttl = o.ttl;
@@ -235,7 +279,7 @@ struct Codec<op::extend> {
         }
         return make_call<Hold>(
             redis_scripts::extend, c.event_keys(*event),
-            {c.keys.prefix(), *event, token, ms(ttl), ms(max_lifetime)},
+            args(c, *event, token, ttl, max_lifetime),
             standard<Hold>(redis_scripts::extend, [token, event = *event](const Reader& r) {
                 // {1, holder, zone, {seats}, expires_ms, version}
                 return Hold{token, event, r.text(1), r.text(2), r.texts(3), wall(r.integer(4)),
@@ -246,6 +290,18 @@ struct Codec<op::extend> {
 
 template <>
 struct Codec<op::cancel> {
+    static std::vector<std::string> args(const Context& c, const std::string& event,
+                                         const std::string& order_id,
+                                         const std::optional<std::string>& holder) {
+        using A = redis_scripts::args::cancel;
+        auto out = arguments<A>();
+        out[A::prefix] = c.keys.prefix();
+        out[A::event] = event;
+        out[A::order] = order_id;
+        out[A::check_holder] = holder ? "1" : "0";
+        out[A::holder] = holder.value_or("");
+        return out;
+    }
     static Result<Call<Order>> call(const Context& c, const op::cancel& o) {
         const std::string& event = o.event;
         const std::string& order_id = o.order_id;
@@ -259,7 +315,7 @@ struct Codec<op::cancel> {
         }
         return make_call<Order>(
             redis_scripts::cancel, c.event_keys(event),
-            {c.keys.prefix(), event, order_id, holder ? "1" : "0", holder.value_or("")},
+            args(c, event, order_id, holder),
             standard<Order>(redis_scripts::cancel,
                             [event](const Reader& r) { return read_order(r, event); }));
     }
@@ -267,6 +323,15 @@ struct Codec<op::cancel> {
 
 template <>
 struct Codec<op::seats> {
+    static std::vector<std::string> args(const Context& c, const std::string& event,
+                                         const std::optional<std::string>& zone) {
+        using A = redis_scripts::args::seats;
+        auto out = arguments<A>();
+        out[A::prefix] = c.keys.prefix();
+        out[A::event] = event;
+        out[A::zone] = zone.value_or("");
+        return out;
+    }
     static Result<Call<std::vector<ZoneState>>> call(const Context& c, const op::seats& o) {
         const std::string& event = o.event;
         const std::optional<std::string>& zone = o.zone;
@@ -276,7 +341,7 @@ struct Codec<op::seats> {
         }
         using Out = std::vector<ZoneState>;
         return make_call<Out>(
-            redis_scripts::seats, c.event_keys(event), {c.keys.prefix(), event, zone.value_or("")},
+            redis_scripts::seats, c.event_keys(event), args(c, event, zone),
             standard<Out>(redis_scripts::seats, [](const Reader& r) {
                 Out out;
                 const Reader zones = r.array(1);

@@ -56,9 +56,13 @@ struct Codec<op::acquire_locks> {
         }
         redis_keys.insert(redis_keys.end(), fences.begin(), fences.end());
         std::vector<std::string> names(o.keys.begin(), o.keys.end());
+        using A = redis_scripts::args::lock_acquire;
+        auto args = arguments<A>();
+        args[A::owner] = o.owner;
+        args[A::lease] = ms(std::max(o.lease, Millis(1)));
+        args[A::n] = std::to_string(o.keys.size());
         return make_call<std::uint64_t>(
-            redis_scripts::lock_acquire, std::move(redis_keys),
-            {o.owner, ms(std::max(o.lease, Millis(1))), std::to_string(o.keys.size())},
+            redis_scripts::lock_acquire, std::move(redis_keys), std::move(args),
             [names = std::move(names)](const redisReply* reply) -> Result<std::uint64_t> {
                 try {
                     // The fencing token, or the indexes of the keys held by others.
@@ -92,8 +96,11 @@ struct Codec<op::release_locks> {
         if (o.keys.empty()) return done(true);
         if (auto ok = lock_codec::one_group(exec.context(), o.keys); !ok)
             return done(std::move(ok).error());
+        using A = redis_scripts::args::lock_release;
+        auto args = arguments<A>();
+        args[A::owner] = o.owner;
         exec.call(make_call<bool>(redis_scripts::lock_release, lock_codec::lock_keys(exec.context(), o.keys),
-                                  {o.owner}, flag(redis_scripts::lock_release)),
+                                  std::move(args), flag(redis_scripts::lock_release)),
                   std::move(done));
     }
 };
@@ -105,8 +112,12 @@ struct Codec<op::extend_locks> {
         if (o.keys.empty()) return done(true);
         if (auto ok = lock_codec::one_group(exec.context(), o.keys); !ok)
             return done(std::move(ok).error());
+        using A = redis_scripts::args::lock_extend;
+        auto args = arguments<A>();
+        args[A::owner] = o.owner;
+        args[A::lease] = ms(std::max(o.lease, Millis(1)));
         exec.call(make_call<bool>(redis_scripts::lock_extend, lock_codec::lock_keys(exec.context(), o.keys),
-                                  {o.owner, ms(std::max(o.lease, Millis(1)))},
+                                  std::move(args),
                                   flag(redis_scripts::lock_extend)),
                   std::move(done));
     }
@@ -116,8 +127,10 @@ template <>
 struct Codec<op::raise_fencing> {
     static Result<Call<void>> call(const Context& c, const op::raise_fencing& o) {
         if (!is_valid_lock_key(o.key)) return Failure(errc::invalid_argument, "invalid lock key");
-        return make_call<void>(redis_scripts::lock_fence, {c.keys.fence_key(o.key)},
-                               {std::to_string(o.at_least)},
+        using A = redis_scripts::args::lock_fence;
+        auto args = arguments<A>();
+        args[A::at_least] = std::to_string(o.at_least);
+        return make_call<void>(redis_scripts::lock_fence, {c.keys.fence_key(o.key)}, std::move(args),
                                standard<void>(redis_scripts::lock_fence, [](const Reader&) {}));
     }
 };

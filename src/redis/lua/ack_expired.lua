@@ -1,12 +1,12 @@
 -- ack_expired.lua: acknowledges expired holds of one event: never reported again, and
 -- their records are forgotten an hour later (HoldTable::ack) by a timer f:<token>.
 -- KEYS: the event keys
--- ARGV: prefix, event, token...
+--! ARGV prefix event tokens...
 -- Returns {1, acknowledged}
-local K = arg_event(1)
-if #ARGV < 3 then malformed('no token to acknowledge') end
+local K = arg_event(@prefix, @event)
+if #ARGV < @tokens then malformed('no token to acknowledge') end
 local tokens = {}
-for i = 3, #ARGV do tokens[#tokens + 1] = arg_token(i, K) end
+for i = @tokens, #ARGV do tokens[#tokens + 1] = arg_token(i, K) end
 check_keys(K)
 
 local now = now_ms()

@@ -1,21 +1,22 @@
 -- cancel.lua: paid -> free (HoldTable::cancel), optionally only for the order's holder.
 -- Cancelling a cancelled order returns it again.
 -- KEYS: the event keys
--- ARGV: prefix, event, order, check_holder (0|1), holder (empty unless checked)
+--! ARGV prefix event order check_holder holder
+-- check_holder: 0|1; holder: empty unless checked
 -- Returns {1, order, holder, zone, {seats}, token, paid_at_ms, cancelled, version} or a
 -- refusal; version: the event's, raised by one (field ver, written with the order, or by
 -- HINCRBY when the order was cancelled before).
-arg_count(5, 'cancel')
-local K = arg_event(1)
-arg_id(3, 'order id')
-local event, order = ARGV[2], ARGV[3]
-local check_holder = arg_flag(4, 'holder check flag')
+arg_count(@argc, 'cancel')
+local K = arg_event(@prefix, @event)
+arg_id(@order, 'order id')
+local event, order = ARGV[@event], ARGV[@order]
+local check_holder = arg_flag(@check_holder, 'holder check flag')
 local holder = nil
 if check_holder then
-  arg_ids(5, 5, 'holder id')
-  holder = ARGV[5]
-elseif ARGV[5] ~= '' then
-  malformed('holder given without the holder check (ARGV[5])')
+  arg_ids(@holder, @holder, 'holder id')
+  holder = ARGV[@holder]
+elseif ARGV[@holder] ~= '' then
+  malformed('holder given without the holder check (ARGV[@holder])')
 end
 check_keys(K)
 

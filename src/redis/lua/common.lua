@@ -8,6 +8,10 @@
 -- holds the Redis and in-process backends to one behaviour.
 --
 -- Conventions:
+-- * Each operation file declares its arguments once, in a line `--! ARGV name name ...`
+--   (a last `name...` starts the variable part), and names them as @name (@argc: how many
+--   fixed ones): the build puts their positions in, and gives the C++ encoding the same
+--   names (redis_scripts::args::<op>), so neither side counts positions by hand.
 -- * A function checks EVERY argument before it writes anything: a Lua error does not
 --   roll back earlier writes, so a malformed call must fail while nothing has changed yet.
 -- * Expected refusals (a seat taken, a hold expired, ...) are not errors: a function
@@ -230,16 +234,16 @@ local function seats_key(K, zone) return zone_key(K, 'seats', zone) end
 
 local KEY_MEMO, key_memo_size = {}, 0
 
--- The keys of the event that ARGV[i] (key prefix) and ARGV[i + 1] (event id) name, after
+-- The keys of the event that ARGV[p] (key prefix) and ARGV[e] (event id) name, after
 -- checking both. Only checked names enter the memo, so an event seen before is neither
 -- checked nor named again.
-local function arg_event(i)
-  local prefix, event = ARGV[i], ARGV[i + 1]
+local function arg_event(p, e)
+  local prefix, event = ARGV[p], ARGV[e]
   local by_event = prefix and KEY_MEMO[prefix]
   local K = by_event and event and by_event[event]
   if K then return K end
-  arg_prefix(i)
-  arg_id(i + 1, 'event id')
+  arg_prefix(p)
+  arg_id(e, 'event id')
   local tag = ':{' .. event .. '}'
   K = {
     id = event, prefix = prefix, tag = tag,

@@ -1,7 +1,8 @@
 -- confirm.lua: held -> paid, for good (HoldTable::confirm). Idempotent per (token, order).
 -- With `late`, an expired hold is paid anyway when every one of its seats is still free.
 -- KEYS: the event keys
--- ARGV: prefix, event, token, order, late (0|1), max_seats (0 = none)
+--! ARGV prefix event token order late max_seats
+-- late: 0|1; max_seats: 0 = none
 -- Returns {1, order, holder, zone, {seats}, token, paid_at_ms, cancelled, version} or a
 -- refusal; version: the event's, which every confirm that succeeds raises by one.
 -- A confirm of an active hold runs 6 commands: TIME, HMGET of the event hash, HMGET of the
@@ -9,15 +10,15 @@
 -- event hash (the hold, the order, the counters, the version), and HDEL of the holder's
 -- held count once it is back at 0. A retry (the order exists) runs TIME, HMGET and an
 -- HINCRBY of the version.
-arg_count(6, 'confirm')
-local K = arg_event(1)
-local event, order = ARGV[2], ARGV[4]
-local token = arg_token(3, K)
+arg_count(@argc, 'confirm')
+local K = arg_event(@prefix, @event)
+local event, order = ARGV[@event], ARGV[@order]
+local token = arg_token(@token, K)
 -- The token is an id as well: no longer than one.
-if #token > MAX_ID then malformed('hold token (ARGV[3])') end
-arg_id(4, 'order id')
-local late = arg_flag(5, 'late flag')
-local max_seats = arg_int(6, 'max seats per holder', 0, MAX_MS)
+if #token > MAX_ID then malformed('hold token (ARGV[@token])') end
+arg_id(@order, 'order id')
+local late = arg_flag(@late, 'late flag')
+local max_seats = arg_int(@max_seats, 'max seats per holder', 0, MAX_MS)
 check_keys(K)
 
 local now = now_ms()

@@ -6,22 +6,23 @@
 -- stands, and its version raised by one (a rollback detected: Recovery::rolled_back).
 -- A new event's version is 0 (no field ver).
 -- KEYS: event:{e}, then for each zone: free:<zone>, seats:<zone>
--- ARGV: prefix, event, name, zone count, then for each zone:
+--! ARGV prefix event name zone_count zones...
+-- then from @zones, for each zone:
 --       id, kind (named|general_admission), n (seats or capacity),
 --       and for named zones n pairs of seat id, row ('' when the zone has no rows),
 --       then optionally 'hidden' or 'hide_existing'
 -- Returns {1, spec_json, created (0|1), shown (0|1), rolled_back (0|1)}: the canonical
 -- spec, for the events index, whether this call stored the event, whether it is shown,
 -- and whether this call hid an existing event.
-local K = arg_event(1)
-local event = ARGV[2]
-local name = ARGV[3]
-if type(name) ~= 'string' or #name > 256 then malformed('event name (ARGV[3])') end
-local zone_count = arg_int(4, 'zone count', 1, 10000)
+local K = arg_event(@prefix, @event)
+local event = ARGV[@event]
+local name = ARGV[@name]
+if type(name) ~= 'string' or #name > 256 then malformed('event name (ARGV[@name])') end
+local zone_count = arg_int(@zone_count, 'zone count', 1, 10000)
 
 -- Every argument is read and checked before anything is written.
 local zones, expected_keys, seen_zones = {}, {K.event}, {}
-local i = 5
+local i = @zones
 for _ = 1, zone_count do
   arg_ids(i, i, 'zone id')
   local id = ARGV[i]

@@ -3,13 +3,13 @@
 -- `at_least` (the highest version the caller saw, or its records hold): max(ver, at_least)
 -- + 1. On a shown event it only raises the version.
 -- KEYS: event:{e}
--- ARGV: prefix, event, at_least
+--! ARGV prefix event at_least
 -- Returns {1, spec_json, version} (the spec for the events index) or unknown_event.
-arg_count(3, 'event_show')
-local K = arg_event(1)
-local event = ARGV[2]
+arg_count(@argc, 'event_show')
+local K = arg_event(@prefix, @event)
+local event = ARGV[@event]
 -- A version stays an integer a double holds exactly (Lua's numbers) after it is raised.
-local at_least = arg_int(3, 'version at least', 0, 2 ^ 53 - 2)
+local at_least = arg_int(@at_least, 'version at least', 0, 2 ^ 53 - 2)
 if #KEYS ~= 1 or KEYS[1] ~= K.event then malformed('KEYS[1] should be ' .. K.event) end
 local ev = call('HMGET', K.event, 'spec', 'ver')
 if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end

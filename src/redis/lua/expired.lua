@@ -1,13 +1,14 @@
 -- expired.lua: up to `limit` expired holds of one event not yet acknowledged and not
 -- delivered during the last `redeliver_after` ms; each is due again after that.
 -- KEYS: the event keys
--- ARGV: prefix, event, limit, redeliver_after_ms
+--! ARGV prefix event limit redeliver_after
+-- redeliver_after: ms
 -- Returns {1, {{token, holder, zone, {seats}, expired_at_ms}, ...}}
-arg_count(4, 'expired')
-local K = arg_event(1)
-local event = ARGV[2]
-local limit = arg_int(3, 'limit', 1, MAX_PLACES)
-local redeliver_after = arg_int(4, 'redeliver after', 0, MAX_MS)
+arg_count(@argc, 'expired')
+local K = arg_event(@prefix, @event)
+local event = ARGV[@event]
+local limit = arg_int(@limit, 'limit', 1, MAX_PLACES)
+local redeliver_after = arg_int(@redeliver_after, 'redeliver after', 0, MAX_MS)
 check_keys(K)
 
 local now = now_ms()

@@ -1,15 +1,16 @@
 -- extend.lua: moves a hold's expiry to now + ttl, capped at its creation + max_lifetime,
 -- never earlier than it already is (HoldTable::extend).
 -- KEYS: the event keys
--- ARGV: prefix, event, token, ttl_ms, max_lifetime_ms
+--! ARGV prefix event token ttl max_lifetime
+-- ttl, max_lifetime: ms
 -- Returns {1, holder, zone, {seats}, expires_ms, version} or a refusal; version: the
 -- event's, raised by one (field ver, written with the record).
-arg_count(5, 'extend')
-local K = arg_event(1)
-local event = ARGV[2]
-local token = arg_token(3, K)
-local ttl = arg_int(4, 'ttl', 1, MAX_MS)
-local max_lifetime = arg_int(5, 'max lifetime', 1, MAX_MS)
+arg_count(@argc, 'extend')
+local K = arg_event(@prefix, @event)
+local event = ARGV[@event]
+local token = arg_token(@token, K)
+local ttl = arg_int(@ttl, 'ttl', 1, MAX_MS)
+local max_lifetime = arg_int(@max_lifetime, 'max lifetime', 1, MAX_MS)
 check_keys(K)
 
 local now = now_ms()

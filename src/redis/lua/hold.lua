@@ -1,8 +1,8 @@
 -- hold.lua: holds seats of one zone for a holder, all or nothing (HoldTable::hold).
 -- KEYS: the event keys, then free:<zone>, seats:<zone>
--- ARGV: prefix, event, holder, token, zone, kind (seats|quantity|best_available),
---       n, ttl_ms, max_seats (0 = none), one_active (0|1), idempotency key ('' for none),
---       then n seat ids for `seats`
+--! ARGV prefix event holder token zone kind n ttl max_seats one_active key seats...
+-- kind: seats|quantity|best_available; ttl: ms; max_seats: 0 = none; one_active: 0|1;
+-- key: the idempotency key, '' for none; then n seat ids for `seats`
 -- Returns, for a new hold, "<expires_ms> <version>" (a bulk string: a table costs a reply
 -- more to write, and both numbers are digits already) when it names its seats, else
 -- {1, expires_ms, version, seats...} (one table); {1, zone, {seats}, expires_ms, status,
@@ -16,26 +16,26 @@
 -- the version) and one ZADD of the deadline. A hold of a quantity in a general-admission
 -- zone runs 6 too, or 5 when every place it gets is new: the HMGET reads the zone's next
 -- place as well, ZRANGE finds the lowest released places, ZREM takes them.
-local kind = ARGV[6]
+local kind = ARGV[@kind]
 if kind ~= 'seats' and kind ~= 'quantity' and kind ~= 'best_available' then
-  malformed('hold kind (ARGV[6])')
+  malformed('hold kind (ARGV[@kind])')
 end
-local n = arg_int(7, 'seat count', 1, MAX_PLACES)
-local ttl = arg_int(8, 'ttl', 1, MAX_MS)
-local max_seats = arg_int(9, 'max seats per holder', 0, MAX_MS)
-local one_active = arg_flag(10, 'one active hold flag')
-if kind == 'seats' then arg_count(11 + n, 'hold of named seats') else arg_count(11, 'hold of a quantity') end
-local K = arg_event(1)
-local event = ARGV[2]
+local n = arg_int(@n, 'seat count', 1, MAX_PLACES)
+local ttl = arg_int(@ttl, 'ttl', 1, MAX_MS)
+local max_seats = arg_int(@max_seats, 'max seats per holder', 0, MAX_MS)
+local one_active = arg_flag(@one_active, 'one active hold flag')
+if kind == 'seats' then arg_count(@argc + n, 'hold of named seats') else arg_count(@argc, 'hold of a quantity') end
+local K = arg_event(@prefix, @event)
+local event = ARGV[@event]
 -- The ids (holder, zone, idempotency key, seats) are checked as arg_id and arg_ids check
 -- them, but all at once: their lengths one by one, their characters by one pattern search
--- over their concatenation (ARGV[11..] is the key, '' for none, then the seats). Only a
+-- over their concatenation (from ARGV[@key]: the key, '' for none, then the seats). Only a
 -- call that fails is checked again one id at a time, in order, to name the first bad one.
-local holder, zone, key = ARGV[3], ARGV[5], ARGV[11]
-local last = kind == 'seats' and 11 + n or 11
+local holder, zone, key = ARGV[@holder], ARGV[@zone], ARGV[@key]
+local last = kind == 'seats' and @key + n or @key
 local well_formed = #holder > 0 and #holder <= MAX_ID and #zone > 0 and #zone <= MAX_ID and #key <= MAX_ID
 if well_formed then
-  for i = 12, last do
+  for i = @seats, last do
     local length = #ARGV[i]
     if length == 0 or length > MAX_ID then
       well_formed = false
@@ -43,20 +43,20 @@ if well_formed then
     end
   end
 end
-if not well_formed or not find(holder .. zone .. concat(ARGV, '', 11, last), ID_CHARS) then
-  arg_id(3, 'holder id')
-  arg_id(5, 'zone id')
-  if key ~= '' then arg_id(11, 'idempotency key') end
-  if kind == 'seats' then arg_ids(12, last, 'seat id') end
+if not well_formed or not find(holder .. zone .. concat(ARGV, '', @key, last), ID_CHARS) then
+  arg_id(@holder, 'holder id')
+  arg_id(@zone, 'zone id')
+  if key ~= '' then arg_id(@key, 'idempotency key') end
+  if kind == 'seats' then arg_ids(@seats, last, 'seat id') end
 end
-local token = arg_token(4, K)
+local token = arg_token(@token, K)
 local asked
 if kind == 'seats' then
   if n <= 1000 then
-    asked = {unpack(ARGV, 12, 11 + n)}
+    asked = {unpack(ARGV, @seats, @key + n)}
   else
     asked = {}
-    for i = 12, 11 + n do asked[#asked + 1] = ARGV[i] end
+    for i = @seats, @key + n do asked[#asked + 1] = ARGV[i] end
   end
   -- Few seats: compared pairwise; many: through a set.
   local twice

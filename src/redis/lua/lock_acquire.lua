@@ -1,14 +1,15 @@
 -- lock_acquire.lua: takes every key for `owner` until now + lease, or none of them
 -- (LockTable::acquire). Taking keys the owner already holds is a retry and succeeds.
 -- KEYS: n lock keys (<prefix>:lock:{group}...), then the fence:{group} key of each group
--- ARGV: owner (32 hex digits), lease_ms, n
+--! ARGV owner lease n
+-- owner: 32 hex digits; lease: ms; n: how many lock keys
 -- Returns the fencing token (an integer, at least 1), or the indexes of the keys held by
 -- others (an array).
 -- Keys of one group run n + 2 commands: MGET, INCR of the fence, one SET per key.
-arg_count(3, 'lock_acquire')
-local owner = arg_owner(1)
-local lease = arg_lease(2)
-local n = arg_int(3, 'lock key count', 1, #KEYS - 1)
+arg_count(@argc, 'lock_acquire')
+local owner = arg_owner(@owner)
+local lease = arg_lease(@lease)
+local n = arg_int(@n, 'lock key count', 1, #KEYS - 1)
 -- Every lock key's group must come with its fence key, and only those.
 if #KEYS == n + 1 then
   -- One group, the usual case: one fence key, and every lock key of its group.

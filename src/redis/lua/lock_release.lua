@@ -1,11 +1,11 @@
 -- lock_release.lua: frees the keys still held by `owner` (LockTable::release). Keys held
 -- by anyone else are never touched; a lease that ran out is already gone.
 -- KEYS: the lock keys
--- ARGV: owner
+--! ARGV owner
 -- Returns 1 when the owner still held every key, else 0.
 -- Runs 2 commands: MGET, then one DEL of the keys the owner holds.
-arg_count(1, 'lock_release')
-local owner = arg_owner(1)
+arg_count(@argc, 'lock_release')
+local owner = arg_owner(@owner)
 local n, current = held_lock_keys()
 local owned = 0
 for k = 1, n do

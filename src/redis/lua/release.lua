@@ -4,7 +4,7 @@
 -- (was_released), or, when it was made with an idempotency key, by its record, kept with
 -- status released in the event hash until its timer (now the end of that memory) runs.
 -- KEYS: the event keys
--- ARGV: prefix, event, token
+--! ARGV prefix event token
 -- Returns the event's version after the release, which every release that succeeds raises
 -- by one (a bare integer, above 0: a table costs a reply more to write), or a refusal.
 -- Runs 8 commands: TIME, HMGET of the event hash, ZADD of the seats, HINCRBY of the
@@ -14,10 +14,10 @@
 -- could carry it). With a key: ZADD of the deadline and HSET of the record instead of
 -- ZREM, HDEL and that HSET. A retry (released or expired before) runs TIME, HMGET and the
 -- HINCRBY.
-arg_count(3, 'release')
-local K = arg_event(1)
-local event = ARGV[2]
-local token = arg_token(3, K)
+arg_count(@argc, 'release')
+local K = arg_event(@prefix, @event)
+local event = ARGV[@event]
+local token = arg_token(@token, K)
 check_keys(K)
 
 local now = now_ms()

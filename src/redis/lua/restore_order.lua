@@ -18,20 +18,21 @@
 -- active holds are found among the members of the timers' sorted set and their records
 -- (recovery is rare: O(active holds)).
 -- KEYS: the event keys, then free:<zone>, seats:<zone>
--- ARGV: prefix, event, order, holder, zone, hold token, paid_at_ms, n, then n seat ids
+--! ARGV prefix event order holder zone token paid_at n seats...
+-- token: the hold token it paid; paid_at: ms; then n seat ids
 --       (place numbers in a general-admission zone)
 -- Returns {1, order, holder, zone, {seats}, token, paid_at_ms, cancelled, version} or a
 -- refusal; version: the event's, raised by one (field ver, written with the order).
-local K = arg_event(1)
-arg_ids(3, 5, 'order id,holder id,zone id')
-local event, order, holder, zone = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local token = arg_token(6, K)
-local paid_at = arg_int(7, 'paid at', 0, MAX_MS)
-local n = arg_int(8, 'seat count', 1, MAX_PLACES)
-arg_count(8 + n, 'restore_order')
-arg_ids(9, 8 + n, 'seat id')
+local K = arg_event(@prefix, @event)
+arg_ids(@order, @zone, 'order id,holder id,zone id')
+local event, order, holder, zone = ARGV[@event], ARGV[@order], ARGV[@holder], ARGV[@zone]
+local token = arg_token(@token, K)
+local paid_at = arg_int(@paid_at, 'paid at', 0, MAX_MS)
+local n = arg_int(@n, 'seat count', 1, MAX_PLACES)
+arg_count(@argc + n, 'restore_order')
+arg_ids(@seats, @argc + n, 'seat id')
 local asked = {}
-for i = 9, 8 + n do asked[#asked + 1] = ARGV[i] end
+for i = @seats, @argc + n do asked[#asked + 1] = ARGV[i] end
 local free_key, seats_key = K:free(zone), K:seats(zone)
 check_keys(K, free_key, seats_key)
 

@@ -1,14 +1,15 @@
 -- seats.lua: the state of every zone of an event, or of one zone (HoldTable::states).
 -- KEYS: the event keys
--- ARGV: prefix, event, zone ('' for every zone)
+--! ARGV prefix event zone
+-- zone: '' for every zone
 -- Returns {1, {{zone, kind, capacity, free, held, paid, {id, row, state, ...}}, ...}}
 -- where state is 0 free, 1 held, 2 paid (named zones list every seat in zone order).
 -- A seat is free while in its zone's free set, paid while in the paid hash, held otherwise.
-arg_count(3, 'seats')
-local K = arg_event(1)
-local event = ARGV[2]
-local only = ARGV[3]
-if only ~= '' then arg_ids(3, 3, 'zone id') end
+arg_count(@argc, 'seats')
+local K = arg_event(@prefix, @event)
+local event = ARGV[@event]
+local only = ARGV[@zone]
+if only ~= '' then arg_ids(@zone, @zone, 'zone id') end
 check_keys(K)
 
 local now = now_ms()

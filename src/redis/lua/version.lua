@@ -1,12 +1,12 @@
 -- version.lua: the event's version (HoldTable::version), after the sweep every call runs:
 -- a hold due to expire raises it first, as it would for any other call.
 -- KEYS: the event keys
--- ARGV: prefix, event
+--! ARGV prefix event
 -- Returns {1, version} or unknown_event (as well for an event hidden by begin_recovery).
 -- Runs 2 commands (TIME, HMGET of the event hash) while no timer is due.
-arg_count(2, 'version')
-local K = arg_event(1)
-local event = ARGV[2]
+arg_count(@argc, 'version')
+local K = arg_event(@prefix, @event)
+local event = ARGV[@event]
 check_keys(K)
 
 local now = now_ms()
