@@ -1,0 +1,335 @@
+-- common_records.lua: the helpers shared by the hold operations, after common.lua's (the
+-- build puts this file right after it, in the same library): the records of zones, holds
+-- and orders as the event hash stores them, versions, the holders' counters, the ending
+-- and expiry of holds (the sweep) and the holders' limits.
+
+-- A zone's record (field z:<zone>): kind, capacity, whether its seats name rows.
+local function zone_of(text)
+  local kind, capacity, rows = match(text, '^(%S+) (%d+) ([01])$')
+  return kind, tonumber(capacity), rows == '1'
+end
+
+-- Seat lists are stored as MessagePack: the slot-seat pairs ZADD takes, back out with one
+-- cmsgpack.unpack (splitting text costs Lua a call per word).
+local function pack_pairs(flat)
+  if #flat <= 1000 then return cmsgpack.pack(unpack(flat)) end
+  local parts = {}
+  for i = 1, #flat, 1000 do parts[#parts + 1] = cmsgpack.pack(unpack(flat, i, math.min(i + 999, #flat))) end
+  return concat(parts)
+end
+
+local function unpack_pairs(blob)
+  -- Every value takes 2 bytes or more: below 8,000 bytes they all fit the Lua C stack.
+  if #blob < 8000 then return {cmsgpack.unpack(blob)} end
+  local flat, offset = {}, 0
+  while offset >= 0 do
+    local part = {cmsgpack.unpack_limit(blob, 1000, offset)}
+    for i = 2, #part do flat[#flat + 1] = part[i] end
+    offset = part[1]
+  end
+  return flat
+end
+
+-- The seats of a slot-seat pair list, in order.
+local function seats_of(flat)
+  local seats = {}
+  for i = 2, #flat, 2 do seats[#seats + 1] = flat[i] end
+  return seats
+end
+
+-- A hold's record (field h:<token>): {status, key, holder, zone, created, expires, flat,
+-- order} where flat is the slot-seat pair list, status is held, expired, released or
+-- confirmed and key the idempotency key ('' for none).
+local function hold_of(text)
+  local status, key, holder, zone, created, expires, blob =
+    match(text, '^([^ =]+)=?(%S*) (%S+) (%S+) (%d+) (%d+) (.*)$')
+  local h = {status = status, key = key, holder = holder, zone = zone, created = tonumber(created),
+    expires = tonumber(expires), flat = unpack_pairs(blob)}
+  if sub(status, 1, 2) == 'c:' then h.status, h.order = 'confirmed', sub(status, 3) end
+  return h
+end
+
+local function hold_text(h)
+  local status = h.status == 'confirmed' and 'c:' .. h.order or h.status
+  if h.key ~= '' then status = status .. '=' .. h.key end
+  return format('%s %s %s %d %d ', status, h.holder, h.zone, h.created, h.expires) ..
+    pack_pairs(h.flat)
+end
+
+-- The status word of a hold's record, without parsing the rest.
+local function status_word(text)
+  return match(text, '^[^ =]+')
+end
+
+-- What the hot paths read of a hold's record, without copying the rest of it: its status
+-- word (held, expired, released or c:<order>), the holder, the zone, and two positions in
+-- the text: where the record goes on after its status word ("[=<key>] <holder> ...": a
+-- new status followed by that part is the record with its status changed), and where its
+-- <pairs> start.
+local function hold_head(text)
+  local status, rest, holder, zone, pairs_at = match(text, '^([^ =]+)()=?%S* (%S+) (%S+) %d+ %d+ ()')
+  return status, rest, holder, zone, pairs_at
+end
+
+-- Whether hold record h answers a hold request: the same zone, and the same seats (a
+-- request for named seats) or as many places (n).
+local function same_request(h, zone, asked, n)
+  if h.zone ~= zone or #h.flat ~= 2 * n then return false end
+  if not asked then return true end
+  local had = seats_of(h.flat)
+  local sorted = {}
+  for i = 1, n do sorted[i] = asked[i] end
+  table.sort(had)
+  table.sort(sorted)
+  for i = 1, n do
+    if had[i] ~= sorted[i] then return false end
+  end
+  return true
+end
+
+-- The reply to a hold call answered by an existing hold: {1, zone, {seats}, expires,
+-- status, order, replayed, version}.
+local function hold_reply(h, replayed, version)
+  return {1, h.zone, seats_of(h.flat), h.expires, h.status, h.order or '', replayed and 1 or 0, version}
+end
+
+-- Raises the event's version by one (field ver) and returns the new one: for the steps
+-- that write no field of the event hash otherwise, or only on a path seldom taken (a
+-- retry answered from storage); the hot paths write ver+1 in the HSET they do anyway.
+local function raise_version(K)
+  return call('HINCRBY', K.event, 'ver', '1')
+end
+
+-- The version after `ver` (field ver of the event K as HMGET read it, false while
+-- absent), as a number and as digits for HSET. The digits a call wrote are nearly always
+-- what the next call on the event reads: K remembers them with their value, so the next
+-- call makes no number of them (equal strings are one string in Lua: one comparison).
+local function next_version(K, ver)
+  local version
+  if ver and ver == K.ver_text then
+    version = K.ver + 1
+  else
+    version = (ver or 0) + 1
+  end
+  local text = digits(version)
+  K.ver, K.ver_text = version, text
+  return version, text
+end
+
+-- Deletes a hold's record and its idempotency key's field.
+local function forget_hold(K, token, h)
+  if h.key ~= '' then
+    call('HDEL', K.event, 'h:' .. token, 'k:' .. h.holder .. ':' .. h.key)
+  else
+    call('HDEL', K.event, 'h:' .. token)
+  end
+end
+
+-- A hold released without an idempotency key is remembered by its token alone: field
+-- <the token's 32 hex digits> = <release time, ms> of the hash
+-- <prefix>:released:{event}:<minute>, the minute (server time, since the epoch) of its
+-- release, which Redis deletes RELEASED_MEMORY_MS after that minute ends. All a retried
+-- release, confirm or extend needs to know is there (a replayed key needs the whole
+-- record: a keyed hold keeps it in the event hash), as in the in-process backends. The
+-- event hash and its timers then hold no more than the live holds, instead of every hold
+-- released in the last two minutes, which made each call on a busy event slower; one hash
+-- a minute, not one key per release, keeps Redis's own table of keys small
+-- (docs/performance.md). The hashes carry the event's hash tag: one slot.
+local RELEASED_MINUTE_MS = 60 * 1000
+
+local function minute_of(now)
+  return (now - now % RELEASED_MINUTE_MS) / RELEASED_MINUTE_MS
+end
+
+-- Whether `token` was released less than RELEASED_MEMORY_MS before `now`: its release
+-- lies in this minute or one of the two before.
+local function was_released(K, token, now)
+  local hex, minute = sub(token, -32), minute_of(now)
+  for m = minute, minute - 2, -1 do
+    local at = call('HGET', K.released .. digits(m), hex)
+    if at then return at + RELEASED_MEMORY_MS > now end
+  end
+  return false
+end
+
+-- Remembers the release of `token` at `now`. `rb` is the event's field "rb", the minute
+-- whose hash has its expiry already: each minute's first release sets it.
+local function remember_release(K, token, now, rb)
+  local minute = minute_of(now)
+  local at = digits(minute)
+  local released = K.released .. at
+  call('HSET', released, sub(token, -32), digits(now))
+  if rb ~= at then
+    call('PEXPIREAT', released, digits((minute + 1) * RELEASED_MINUTE_MS + RELEASED_MEMORY_MS))
+    call('HSET', K.event, 'rb', at)
+  end
+end
+
+-- The refusal for a call that needs a hold whose token is not in the event hash.
+local function missing_hold(K, token, now)
+  if was_released(K, token, now) then return refuse('hold_not_active', 'hold ' .. token .. ' was released') end
+  return refuse('unknown_hold', 'no hold ' .. token .. ' in event ' .. K.id)
+end
+
+-- An order's record (field o:<order>).
+local function order_of(text)
+  local holder, zone, token, paid_at, cancelled, blob =
+    match(text, '^(%S+) (%S+) (%S+) (%d+) ([01]) (.*)$')
+  return {holder = holder, zone = zone, token = token, paid_at = tonumber(paid_at),
+    cancelled = cancelled == '1', flat = unpack_pairs(blob)}
+end
+
+local function order_text(o)
+  return format('%s %s %s %d %s ', o.holder, o.zone, o.token, o.paid_at,
+    o.cancelled and '1' or '0') .. pack_pairs(o.flat)
+end
+
+local function order_reply(id, o, version)
+  return {1, id, o.holder, o.zone, seats_of(o.flat), o.token, o.paid_at, o.cancelled and 1 or 0, version}
+end
+
+-- A holder's counters: field u:<holder> = held seats + HOLD_UNIT * active holds, so that
+-- one HINCRBY moves both and answers whether anything is left; field v:<holder> = paid
+-- seats. Neither field exists at 0.
+local HOLD_UNIT = 67108864 -- 2^26: a holder holds fewer seats than this in one event
+
+local function counts_of(u, v)
+  u = u and u + 0 or 0
+  local held = u % HOLD_UNIT
+  return held, v and v + 0 or 0, (u - held) / HOLD_UNIT
+end
+
+-- A counter's value or change as digits (digits), remembered: holders hold the same few
+-- numbers of seats, so the same few values recur. Afresh past 1,000.
+local COUNTS, counts = {}, 0
+
+local function count_digits(n)
+  local text = COUNTS[n]
+  if not text then
+    text = digits(n)
+    if counts >= 1000 then COUNTS, counts = {}, 0 end
+    COUNTS[n], counts = text, counts + 1
+  end
+  return text
+end
+
+-- Adds `held` seats and `holds` holds to a holder's counter u:<holder>; deletes the field
+-- once it is back at 0, in one HDEL with `gone` (another field to delete), when given.
+local function count_holds(K, field, held, holds, gone)
+  local at_zero = call('HINCRBY', K.event, field, count_digits(held + HOLD_UNIT * holds)) == 0
+  if gone and at_zero then
+    call('HDEL', K.event, gone, field)
+  elseif gone or at_zero then
+    call('HDEL', K.event, gone or field)
+  end
+end
+
+-- Adds `paid` seats to a holder's counter v:<holder>; deletes the field once it is back at 0.
+local function count_paid(K, field, paid)
+  if call('HINCRBY', K.event, field, digits(paid)) == 0 then call('HDEL', K.event, field) end
+end
+
+-- A counter's new value for HSET (set: its arguments), or its field for HDEL (gone) at 0:
+-- the holder's counters are absent at 0 (count_holds, count_paid), and so written
+-- together with a record by one HSET.
+local function put_count(set, gone, field, value)
+  if value == 0 then
+    gone[#gone + 1] = field
+  else
+    set[#set + 1] = field
+    set[#set + 1] = digits(value)
+  end
+end
+
+-- Ends active hold h (hold_of) as if it expired at `now`: its seats are free, its
+-- holder's counters drop, its record says expired (at `now` at the latest) and its expiry
+-- is queued for expired(). Its timer is the caller's to remove (the sweep's ZREM, or
+-- restore_order's).
+local function end_hold(K, token, h, now)
+  chunked('ZADD', K:free(h.zone), h.flat)
+  count_holds(K, 'u:' .. h.holder, -#h.flat / 2, -1)
+  h.status = 'expired'
+  h.expires = math.min(h.expires, now)
+  call('HSET', K.event, 'h:' .. token, hold_text(h))
+  call('ZADD', K.expired, now, token)
+end
+
+-- Runs the timer of one hold (sweep): an active hold expires (end_hold), a released one's
+-- memory ends. Returns true when it expired an active hold.
+local function expire_hold(K, token, now)
+  local text = call('HGET', K.event, 'h:' .. token)
+  if not text then return false end
+  local h = hold_of(text)
+  -- A released hold's timer is the end of its memory.
+  if h.status == 'released' then
+    forget_hold(K, token, h)
+    return false
+  end
+  if h.status ~= 'held' then return false end
+  end_hold(K, token, h, now)
+  return true
+end
+
+-- Runs the event's timers that are due (the sorted set "deadlines"): a member <token> is
+-- an active hold's deadline (expire_hold) or a released hold's end of memory, a member
+-- f:<token> the time to forget an expired hold whose expiry was acknowledged. `due` is
+-- the event's "due" field, no later than any timer: while it lies ahead, which is nearly
+-- always, the sweep costs nothing. Afterwards "due" is the earliest timer left; the
+-- event's version is one higher when an active hold expired (as HoldTable's sweep does
+-- it). Returns true when timers were due: the caller reads again what it read of the
+-- event hash.
+local function sweep(K, now, due)
+  if not due or due + 0 > now then return false end
+  local expired = false
+  while true do
+    local entries = call('ZRANGEBYSCORE', K.deadlines, '-inf', now, 'LIMIT', 0, 500)
+    if #entries == 0 then break end
+    for _, entry in ipairs(entries) do
+      if sub(entry, 1, 2) == 'f:' then
+        local token = sub(entry, 3)
+        local text = call('HGET', K.event, 'h:' .. token)
+        -- A hold confirmed late is kept with its order.
+        if text and status_word(text) == 'expired' then forget_hold(K, token, hold_of(text)) end
+      elseif expire_hold(K, entry, now) then
+        expired = true
+      end
+    end
+    chunked('ZREM', K.deadlines, entries)
+  end
+  if expired then raise_version(K) end
+  local first = call('ZRANGE', K.deadlines, 0, 0, 'WITHSCORES')
+  if first[2] then
+    call('HSET', K.event, 'due', first[2])
+  else
+    call('HDEL', K.event, 'due')
+  end
+  return true
+end
+
+-- The refusal for a call that needs an active hold.
+local function inactive(token, h)
+  if h.status == 'expired' then
+    return refuse('hold_expired', 'hold ' .. token .. ' expired', seats_of(h.flat))
+  elseif h.status == 'confirmed' then
+    return refuse('hold_not_active', 'hold ' .. token .. ' was confirmed as order ' .. h.order)
+  elseif h.status == 'released' then
+    return refuse('hold_not_active', 'hold ' .. token .. ' was released')
+  end
+  return refuse('hold_not_active', 'hold ' .. token .. ' is not active')
+end
+
+-- The holder limits, in the order of HoldTable::check_limits, on the holder's counters:
+-- the refusal, or nil.
+local function check_limits(event, holder, held, paid, holds, n, max_seats, one_active)
+  if one_active and holds > 0 then
+    return refuse('active_hold_exists',
+      'holder ' .. holder .. ' already has an active hold in event ' .. event)
+  end
+  local has = held + paid
+  if max_seats > 0 and has + n > max_seats then
+    return refuse('limit_exceeded',
+      'holder ' .. holder .. ' has ' .. has .. ' seats in event ' .. event .. ' and asked for ' ..
+      n .. ' more; the limit is ' .. max_seats, {}, max_seats, has)
+  end
+  return nil
+end
