@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -147,8 +148,10 @@ enum class condition {
     storage_unavailable,  ///< the storage could not do it: connection_failed, timeout, io_error,
                           ///< auth_failed, protocol_error, script_error, outcome_unknown,
                           ///< storage_lost; and not_replicated (done, but not as durably as asked)
-    retry_safe,           ///< the same call again is safe and may succeed: busy, connection_failed,
-                          ///< timeout, io_error, outcome_unknown, storage_lost
+    retry_safe,           ///< the same call again is safe and may succeed: lock_busy, lock_timeout,
+                          ///< connection_failed, timeout, io_error, outcome_unknown,
+                          ///< storage_lost. Not lock_not_owned: the lease is gone, and an
+                          ///< unlock or extend of it never succeeds (lock again instead)
 };
 
 /// Whether `e` belongs to group `c`. A switch without default: a new errc must be placed.
@@ -159,7 +162,7 @@ constexpr bool in_group(errc e, condition c) noexcept {
         case errc::invalid_argument: bad_input = true; break;
         case errc::lock_timeout:
         case errc::lock_busy: busy = retry = true; break;
-        case errc::lock_not_owned: expired = busy = retry = true; break;
+        case errc::lock_not_owned: expired = busy = true; break;  // lost for good
         case errc::unknown_event:
         case errc::unknown_zone:
         case errc::unknown_seat:
@@ -256,10 +259,19 @@ inline const std::error_category& error_category() noexcept {
 }
 
 /// Thrown by Result<T>::value() on a failed result, and for misuse.
-/// what() is "<code>: <detail>", e.g. "seat_taken: seats A-1, A-2 of zone lower are held".
+/// what() is exactly "<code>: <detail>", the code's message (for seatlock codes its name)
+/// then the detail, as Failure::message() reads: e.g. "seat_taken: seats A-1, A-2 of zone
+/// lower are held". (std::system_error's own what() would put the detail first.)
 class Error : public std::system_error {
 public:
-    Error(std::error_code code, const std::string& detail) : std::system_error(code, detail) {}
+    Error(std::error_code code, const std::string& detail)
+        : std::system_error(code, detail), text_(code.message() + ": " + detail) {}
+    [[nodiscard]] const char* what() const noexcept override { return text_.what(); }
+
+private:
+    // A std::runtime_error only for its string, which it copies without throwing, as an
+    // exception must.
+    std::runtime_error text_;
 };
 
 }  // namespace seatlock

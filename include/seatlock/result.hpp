@@ -35,6 +35,16 @@ struct Failure {
     [[nodiscard]] std::string message() const { return code.message() + ": " + detail; }
 };
 
+namespace detail {
+/// What Result<T>::error() and Result<void>::error() do on a success: there is no failure
+/// to give, and a reference to none cannot be handed out.
+[[noreturn]] inline void no_failure() {
+    throw Error(make_error_code(errc::invalid_argument),
+                "Result::error() called on a success: there is no failure (check has_value() "
+                "first)");
+}
+}  // namespace detail
+
 /// Either a T or a Failure. Cheap to move; [[nodiscard]] so a refusal is never ignored.
 template <typename T>
 class [[nodiscard]] Result {
@@ -55,15 +65,24 @@ public:
     T* operator->() noexcept { return &std::get<0>(state_); }
     const T* operator->() const noexcept { return &std::get<0>(state_); }
 
-    /// The failure; only valid when !has_value().
-    [[nodiscard]] const Failure& error() const& noexcept { return std::get<1>(state_); }
-    [[nodiscard]] Failure&& error() && noexcept { return std::get<1>(std::move(state_)); }
+    /// The failure. On a success there is none: throws seatlock::Error (invalid_argument,
+    /// "Result::error() called on a success: ...").
+    [[nodiscard]] const Failure& error() const& {
+        if (has_value()) detail::no_failure();
+        return std::get<1>(state_);
+    }
+    [[nodiscard]] Failure&& error() && {
+        if (has_value()) detail::no_failure();
+        return std::get<1>(std::move(state_));
+    }
     /// The error code, or an empty code on success.
     [[nodiscard]] std::error_code code() const noexcept {
-        return has_value() ? std::error_code{} : error().code;
+        return has_value() ? std::error_code{} : std::get<1>(state_).code;
     }
     /// True when this is a failure with the given seatlock error.
-    [[nodiscard]] bool is(errc e) const noexcept { return !has_value() && error().is(e); }
+    [[nodiscard]] bool is(errc e) const noexcept {
+        return !has_value() && std::get<1>(state_).is(e);
+    }
 
 private:
     void check() const {
@@ -94,8 +113,16 @@ public:
     void value() const {
         if (failure_) throw Error(failure_->code, failure_->detail);
     }
-    [[nodiscard]] const Failure& error() const& noexcept { return *failure_; }
-    [[nodiscard]] Failure&& error() && noexcept { return std::move(*failure_); }
+    /// The failure. On a success there is none: throws seatlock::Error (invalid_argument),
+    /// as Result<T>::error() does.
+    [[nodiscard]] const Failure& error() const& {
+        if (!failure_) detail::no_failure();
+        return *failure_;
+    }
+    [[nodiscard]] Failure&& error() && {
+        if (!failure_) detail::no_failure();
+        return std::move(*failure_);
+    }
     [[nodiscard]] std::error_code code() const noexcept {
         return failure_ ? failure_->code : std::error_code{};
     }

@@ -135,4 +135,10 @@ private:
     Handler handler_;
 };
 
+/// An Asio completion token for a call that completes with a Result<T>. It keeps an
+/// argument that is not a token (a zone, a limit) from being taken for the defaulted
+/// token of a shorter overload.
+template <typename Token, typename T>
+concept TokenFor = boost::asio::completion_token_for<Token, void(Result<T>)>;
+
 }  // namespace seatlock::detail
