@@ -11,6 +11,8 @@
 // anyone, so two orders locking overlapping seats in any order cannot deadlock. A release
 // that fails in transit is retried (briefly in the caller's thread, then in the
 // background), so a storage blip does not leave keys locked for the rest of their lease.
+// Time is steady_clock's unless the manager is given a LockClock (seatlock/lock_clock.hpp):
+// tests pass a FakeLockClock and no lock wait, lease or renewal of theirs sleeps.
 #pragma once
 
 #include <seatlock/backend.hpp>

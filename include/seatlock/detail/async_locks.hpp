@@ -2,7 +2,8 @@
 //
 // The rules are the blocking side's (Acquisition, ReleaseAttempts, after_renewal in
 // lock_manager.hpp and watchdog.hpp): what to send and what each answer means. Here they
-// are driven by timers on the caller's executor instead of sleeps and a thread:
+// are driven by timers on the caller's executor (StepTimer: Asio steady timers, or the
+// manager's LockClock when it has one) instead of sleeps and a thread:
 // - AsyncAcquire: sends, pauses on a timer while a key is busy, honours the handler's
 //   cancellation slot, and leaves no lock behind when cancelled;
 // - AsyncRelease: a release and its retries in transit, reporting to a callback once the
