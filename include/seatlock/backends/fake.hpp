@@ -27,6 +27,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -237,7 +238,8 @@ static_assert(Backend<FakeBackend>);
 /// (renewals, releases retried in the background) and waits again, so a test reads
 /// their effects right after it. Asynchronous pauses that fell due are posted to their
 /// executors; the test runs them (e.g. io_context::poll()). Must outlive the managers and
-/// guards that use it.
+/// guards that use it, and be destroyed before the io_contexts whose calls wait on it
+/// (a pending call holds an executor of its context).
 class FakeLockClock final : public LockClock {
 public:
     explicit FakeLockClock(FakeBackend& fake) : fake_(fake) {}
