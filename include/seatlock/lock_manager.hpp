@@ -11,6 +11,8 @@
 // anyone, so two orders locking overlapping seats in any order cannot deadlock. A release
 // that fails in transit is retried (briefly in the caller's thread, then in the
 // background), so a storage blip does not leave keys locked for the rest of their lease.
+// Time is steady_clock's unless the manager is given a LockClock (seatlock/lock_clock.hpp):
+// tests pass a FakeLockClock and no lock wait, lease or renewal of theirs sleeps.
 #pragma once
 
 #include <seatlock/backend.hpp>
@@ -18,7 +20,10 @@
 #include <seatlock/detail/async_locks.hpp>
 #include <seatlock/detail/watchdog.hpp>
 #include <seatlock/keys.hpp>
+#include <seatlock/lock_clock.hpp>
 #include <seatlock/lock_options.hpp>
+
+#include <boost/asio/deferred.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -35,6 +40,11 @@ template <LockBackend B>
 class LockManager;
 
 namespace detail {
+
+/// A completion token of LockManager's asynchronous calls: anything but LockOptions, so
+/// that `async_lock(key, options)` takes the options and the default token.
+template <typename T>
+concept LockToken = !std::same_as<std::remove_cvref_t<T>, LockOptions>;
 
 /// The shared body of SingleLock and MultiLock: move-only, releases on destruction.
 ///
@@ -76,7 +86,7 @@ public:
     /// True while this guard believes it holds its keys: not unlocked, not reported lost,
     /// and within its lease as measured locally (conservatively, from before the request).
     [[nodiscard]] bool owns() const noexcept {
-        return backend_ && !state_->lost && state_->valid_at(std::chrono::steady_clock::now());
+        return backend_ && !state_->lost && state_->valid_at(state_->clock.now());
     }
     /// The keys, sorted and without duplicates.
     [[nodiscard]] const std::vector<std::string>& keys() const noexcept { return state_->keys; }
@@ -91,24 +101,25 @@ public:
         auto renewal = start_extension(lease);
         if (!renewal) return std::move(renewal).error();
         for (;;) {
-            const auto sent = SteadyClock::now();
+            const auto sent = state_->clock.now();
             auto step = renewal->on_reply(backend_->run(renewal->request()), sent);
             if (!step.pause) return std::move(step.result);
-            std::this_thread::sleep_for(*step.pause);
+            state_->clock.sleep_for(*step.pause);
         }
     }
 
     /// extend(), asynchronously: completes with void(Result<void>); pauses between
-    /// retries on a timer of the handler's executor.
-    template <typename Token>
-    auto async_extend(Millis lease, Token&& token) {
+    /// retries on a timer of the handler's executor. The token is boost::asio::deferred
+    /// when none is given.
+    template <typename Token = boost::asio::deferred_t>
+    auto async_extend(Millis lease, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(Result<void>)>(
             [this, lease](auto handler) {
                 auto executor = timer_executor(handler);
                 auto done = std::make_shared<Completer<decltype(handler)>>(std::move(handler));
                 auto renewal = start_extension(lease);
                 if (!renewal) return (*done)(Result<void>(std::move(renewal).error()));
-                auto timer = std::make_shared<boost::asio::steady_timer>(executor);
+                auto timer = std::make_shared<StepTimer>(Strand(executor), state_->clock);
                 extend_async(*backend_, std::make_shared<Extension>(std::move(*renewal)),
                              std::move(timer), std::move(done));
             },
@@ -129,9 +140,9 @@ public:
 
     /// unlock(), asynchronously: completes with void(Result<void>) and the same answers;
     /// retries run on timers of the handler's executor, in the background once
-    /// release_retry_inline is spent.
-    template <typename Token>
-    auto async_unlock(Token&& token) {
+    /// release_retry_inline is spent. The token is boost::asio::deferred when none is given.
+    template <typename Token = boost::asio::deferred_t>
+    auto async_unlock(Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(Result<void>)>(
             [this](auto handler) {
                 auto executor = timer_executor(handler);
@@ -172,9 +183,10 @@ private:
             : state_(std::move(state)),
               lease_(lease),
               backoff_(state_->pause_min, state_->pause_max),
-              stop_(SteadyClock::now() + state_->retry_inline) {}
+              stop_(state_->clock.now() + state_->retry_inline) {}
 
         [[nodiscard]] op::extend_locks request() const { return {state_->keys, state_->owner, lease_}; }
+        [[nodiscard]] const Clock& clock() const noexcept { return state_->clock; }
 
         Step on_reply(Result<bool> renewed, SteadyClock::time_point sent) {
             if (renewed && *renewed) {
@@ -192,7 +204,7 @@ private:
                         std::nullopt};
             }
             const Millis pause = backoff_.pause();
-            if (!worth_retrying(renewed.error()) || SteadyClock::now() + pause >= stop_) {
+            if (!worth_retrying(renewed.error()) || state_->clock.now() + pause >= stop_) {
                 return {std::move(renewed).error(), std::nullopt};
             }
             return {{}, pause};
@@ -213,15 +225,14 @@ private:
 
     template <typename Done>
     static void extend_async(B& backend, std::shared_ptr<Extension> renewal,
-                             std::shared_ptr<boost::asio::steady_timer> timer, Done done) {
-        const auto sent = SteadyClock::now();
+                             std::shared_ptr<StepTimer> timer, Done done) {
+        const auto sent = renewal->clock().now();
         const Extension& request = *renewal;
         detail::start(backend, request.request(),
                       [&backend, renewal, timer, done, sent](Result<bool> renewed) mutable {
                           auto step = renewal->on_reply(std::move(renewed), sent);
                           if (!step.pause) return (*done)(std::move(step.result));
-                          timer->expires_after(*step.pause);
-                          timer->async_wait([&backend, renewal, timer, done](boost::system::error_code) {
+                          timer->wait_for(*step.pause, [&backend, renewal, timer, done] {
                               extend_async(backend, renewal, timer, done);
                           });
                       });
@@ -313,12 +324,15 @@ private:
 template <LockBackend B>
 class LockManager {
 public:
-    /// `backend` must outlive the manager and every guard it hands out.
+    /// `backend` must outlive the manager and every guard it hands out. Time is
+    /// std::chrono::steady_clock's: real sleeps, Asio steady timers.
     explicit LockManager(B& backend, LockOptions options = {})
-        : backend_(&backend), options_(std::move(options)),
-          watchdog_(std::make_shared<detail::Watchdog<B>>(backend)) {
-        if (auto ok = check(options_); !ok) throw Error(ok.error().code, ok.error().detail);
-    }
+        : LockManager(backend, detail::Clock{}, std::move(options)) {}
+    /// The same, timed by `clock` (which must outlive the manager and every guard it hands
+    /// out): every reading of the time and every wait, blocking, on the watchdog thread
+    /// and asynchronous, goes through it. Tests pass a FakeLockClock.
+    LockManager(B& backend, LockClock& clock, LockOptions options = {})
+        : LockManager(backend, detail::Clock{&clock}, std::move(options)) {}
 
     [[nodiscard]] const LockOptions& options() const noexcept { return options_; }
 
@@ -327,9 +341,11 @@ public:
     [[nodiscard]] Result<SingleLock<B>> lock(const std::string& key, const LockOptions& options) {
         return acquire<SingleLock<B>>({key}, options, true);
     }
-    /// One attempt; lock_busy if `key` is held.
-    [[nodiscard]] Result<SingleLock<B>> try_lock(const std::string& key) {
-        return acquire<SingleLock<B>>({key}, options_, false);
+    /// One attempt; lock_busy if `key` is held. `options` other than wait apply (lease,
+    /// watchdog, callbacks, retries of a lost reply's give-back).
+    [[nodiscard]] Result<SingleLock<B>> try_lock(const std::string& key) { return try_lock(key, options_); }
+    [[nodiscard]] Result<SingleLock<B>> try_lock(const std::string& key, const LockOptions& options) {
+        return acquire<SingleLock<B>>({key}, options, false);
     }
 
     /// Every key or none, in one backend step, waiting up to options().wait.
@@ -342,42 +358,58 @@ public:
     }
     /// One all-or-nothing attempt; lock_busy naming the held keys.
     [[nodiscard]] Result<MultiLock<B>> try_lock_all(std::vector<std::string> keys) {
-        return acquire<MultiLock<B>>(std::move(keys), options_, false);
+        return try_lock_all(std::move(keys), options_);
+    }
+    [[nodiscard]] Result<MultiLock<B>> try_lock_all(std::vector<std::string> keys,
+                                                    const LockOptions& options) {
+        return acquire<MultiLock<B>>(std::move(keys), options, false);
     }
 
-    // The same four, asynchronously. The completion signature is void(Result<guard>);
-    // pauses while a key is busy run on a timer of the handler's associated executor,
-    // never blocking a thread. Cancelling through the handler's cancellation slot (any
-    // type) ends a wait with errc::cancelled and leaves no key locked: a request already
-    // sent is answered first, and whatever it took is released. The guard handed out
-    // releases without blocking when it goes out of scope, and its watchdog (when
-    // LockOptions::watchdog) runs on the same executor's timers.
+    // The same eight, asynchronously, with the same arguments and defaults, then a
+    // completion token: boost::asio::deferred when none is given, so
+    // `co_await locks.async_lock(key)` and `locks.async_lock(key)(handler)` both work. The
+    // completion signature is void(Result<guard>); pauses while a key is busy run on a
+    // timer of the handler's associated executor, never blocking a thread. Cancelling
+    // through the handler's cancellation slot (any type) ends a wait with errc::cancelled
+    // and leaves no key locked: a request already sent is answered first, and whatever it
+    // took is released. The guard handed out releases without blocking when it goes out
+    // of scope, and its watchdog (when LockOptions::watchdog) runs on the same executor's
+    // timers.
     //
     //     auto guard = co_await locks.async_lock_all(keys, asio::use_awaitable);
 
-    template <typename Token>
-    auto async_lock(const std::string& key, Token&& token) {
-        return async_acquire<SingleLock<B>>({key}, options_, true, std::forward<Token>(token));
+    template <detail::LockToken Token = boost::asio::deferred_t>
+    auto async_lock(const std::string& key, Token&& token = {}) {
+        return async_lock(key, options_, std::forward<Token>(token));
     }
-    template <typename Token>
-    auto async_lock(const std::string& key, const LockOptions& options, Token&& token) {
+    template <detail::LockToken Token = boost::asio::deferred_t>
+    auto async_lock(const std::string& key, const LockOptions& options, Token&& token = {}) {
         return async_acquire<SingleLock<B>>({key}, options, true, std::forward<Token>(token));
     }
-    template <typename Token>
-    auto async_try_lock(const std::string& key, Token&& token) {
-        return async_acquire<SingleLock<B>>({key}, options_, false, std::forward<Token>(token));
+    template <detail::LockToken Token = boost::asio::deferred_t>
+    auto async_try_lock(const std::string& key, Token&& token = {}) {
+        return async_try_lock(key, options_, std::forward<Token>(token));
     }
-    template <typename Token>
-    auto async_lock_all(std::vector<std::string> keys, Token&& token) {
-        return async_acquire<MultiLock<B>>(std::move(keys), options_, true, std::forward<Token>(token));
+    template <detail::LockToken Token = boost::asio::deferred_t>
+    auto async_try_lock(const std::string& key, const LockOptions& options, Token&& token = {}) {
+        return async_acquire<SingleLock<B>>({key}, options, false, std::forward<Token>(token));
     }
-    template <typename Token>
-    auto async_lock_all(std::vector<std::string> keys, const LockOptions& options, Token&& token) {
+    template <detail::LockToken Token = boost::asio::deferred_t>
+    auto async_lock_all(std::vector<std::string> keys, Token&& token = {}) {
+        return async_lock_all(std::move(keys), options_, std::forward<Token>(token));
+    }
+    template <detail::LockToken Token = boost::asio::deferred_t>
+    auto async_lock_all(std::vector<std::string> keys, const LockOptions& options, Token&& token = {}) {
         return async_acquire<MultiLock<B>>(std::move(keys), options, true, std::forward<Token>(token));
     }
-    template <typename Token>
-    auto async_try_lock_all(std::vector<std::string> keys, Token&& token) {
-        return async_acquire<MultiLock<B>>(std::move(keys), options_, false, std::forward<Token>(token));
+    template <detail::LockToken Token = boost::asio::deferred_t>
+    auto async_try_lock_all(std::vector<std::string> keys, Token&& token = {}) {
+        return async_try_lock_all(std::move(keys), options_, std::forward<Token>(token));
+    }
+    template <detail::LockToken Token = boost::asio::deferred_t>
+    auto async_try_lock_all(std::vector<std::string> keys, const LockOptions& options,
+                            Token&& token = {}) {
+        return async_acquire<MultiLock<B>>(std::move(keys), options, false, std::forward<Token>(token));
     }
 
 private:
@@ -407,6 +439,12 @@ private:
         return {};
     }
 
+    LockManager(B& backend, detail::Clock clock, LockOptions options)
+        : backend_(&backend), options_(std::move(options)), clock_(clock),
+          watchdog_(std::make_shared<detail::Watchdog<B>>(backend, clock)) {
+        if (auto ok = check(options_); !ok) throw Error(ok.error().code, ok.error().detail);
+    }
+
     template <typename Guard, typename Token>
     auto async_acquire(std::vector<std::string> keys, const LockOptions& options, bool wait,
                        Token&& token) {
@@ -416,7 +454,7 @@ private:
                     detail::Completer<decltype(handler)> done(std::move(handler));
                     return done(Result<Guard>(std::move(ok).error()));
                 }
-                auto state = detail::new_lease(std::move(keys), options);
+                auto state = detail::new_lease(std::move(keys), options, clock_);
                 auto make_guard = [backend = backend_, watchdog = watchdog_](
                                       std::shared_ptr<detail::LeaseState> lease,
                                       boost::asio::any_io_executor executor) {
@@ -433,10 +471,10 @@ private:
     template <typename Guard>
     Result<Guard> acquire(std::vector<std::string> keys, const LockOptions& options, bool wait) {
         if (auto ok = check(keys, options); !ok) return std::move(ok).error();
-        auto state = detail::new_lease(std::move(keys), options);
+        auto state = detail::new_lease(std::move(keys), options, clock_);
         detail::Acquisition acquisition(state, options, wait);
         for (;;) {
-            const auto sent = detail::SteadyClock::now();
+            const auto sent = clock_.now();
             const auto step = acquisition.on_reply(backend_->run(acquisition.request()), sent);
             switch (step.next) {
                 case detail::Acquisition::Next::granted:
@@ -448,7 +486,7 @@ private:
                     return f;
                 }
                 case detail::Acquisition::Next::send_again: continue;
-                case detail::Acquisition::Next::pause: std::this_thread::sleep_for(step.pause); continue;
+                case detail::Acquisition::Next::pause: clock_.sleep_for(step.pause); continue;
             }
         }
     }
@@ -459,8 +497,7 @@ private:
     void give_back(const std::shared_ptr<detail::LeaseState>& state, Failure& f) {
         using Outcome = detail::ReleaseAttempts::Outcome;
         // If anything was taken, its lease ends at the latest a lease from now.
-        state->valid_until =
-            (std::chrono::steady_clock::now() + state->lease.load()).time_since_epoch().count();
+        state->valid_until = (clock_.now() + state->lease.load()).time_since_epoch().count();
         detail::ReleaseAttempts release(state);
         switch (release.attempt_inline(*backend_)) {
             case Outcome::released:
@@ -482,6 +519,7 @@ private:
 
     B* backend_;
     LockOptions options_;
+    detail::Clock clock_;
     std::shared_ptr<detail::Watchdog<B>> watchdog_;
 };
 

@@ -1,7 +1,9 @@
 // tests/unit/async_test.cpp: what the asynchronous API promises beyond the conformance
 // suite (which runs every rule through it): every kind of completion token, completions
 // never inline, failure details, cancellation of a lock wait, the watchdog on a timer,
-// guards released without blocking, retries of lost replies.
+// guards released without blocking, retries of lost replies, the default completion
+// token and the same overloads and defaults as the blocking calls. Lock waits run on a
+// FakeLockClock: the test moves the time and runs what fell due (drive()).
 #include <seatlock/seatlock.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -18,6 +20,8 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -36,13 +40,17 @@ seatlock::EventSpec small_event() {
              seatlock::ZoneSpec::general_admission("ga", 10)}};
 }
 
-// Runs `io` until `done` or `limit` passes.
+// Runs what is ready on `io`, then moves `clock` by `step`, until `done` or until `limit`
+// has passed on the clock. Returns done().
 template <typename Pred>
-void run_until(asio::io_context& io, Pred done, std::chrono::milliseconds limit = 5s) {
-    const auto end = std::chrono::steady_clock::now() + limit;
-    while (!done() && std::chrono::steady_clock::now() < end) {
-        io.run_for(5ms);
-        if (io.stopped()) io.restart();
+bool drive(asio::io_context& io, seatlock::FakeLockClock& clock, Pred done,
+           std::chrono::milliseconds limit = 5s, std::chrono::milliseconds step = 5ms) {
+    const auto end = clock.now() + limit;
+    for (;;) {
+        io.restart();
+        io.poll();
+        if (done() || clock.now() >= end) return done();
+        clock.advance(step);
     }
 }
 
@@ -139,25 +147,27 @@ TEST_CASE("a lost reply is sent again, as on the blocking path") {
 }
 
 TEST_CASE("cancelling a waiting async_lock_all ends it with cancelled and leaves no lock") {
-    seatlock::MemoryBackend backend;
-    seatlock::LockManager locks(backend);
+    seatlock::FakeBackend backend;
     asio::io_context io;
+    seatlock::FakeLockClock clock(backend);
+    seatlock::LockManager locks(backend, clock);
     auto blocker = locks.try_lock("game1:A-2").value();
 
     seatlock::LockOptions options;
     options.wait = 10s;
     asio::cancellation_signal cancel;
-    std::optional<Result<seatlock::MultiLock<seatlock::MemoryBackend>>> result;
-    const auto started = std::chrono::steady_clock::now();
+    std::optional<Result<seatlock::MultiLock<seatlock::FakeBackend>>> result;
+    const auto started = clock.now();
     locks.async_lock_all({"game1:A-1", "game1:A-2", "game1:A-3"}, options,
                          asio::bind_cancellation_slot(
                              cancel.slot(), asio::bind_executor(io, [&](auto r) { result = std::move(r); })));
-    asio::steady_timer later(io, 100ms);
-    later.async_wait([&](boost::system::error_code) { cancel.emit(asio::cancellation_type::terminal); });
-    run_until(io, [&] { return result.has_value(); });
+    drive(io, clock, [&] { return clock.now() - started >= 100ms; });
+    CHECK_FALSE(result);
+    cancel.emit(asio::cancellation_type::terminal);
+    drive(io, clock, [&] { return result.has_value(); });
     REQUIRE(result);
     CHECK(result->is(errc::cancelled));
-    CHECK(std::chrono::steady_clock::now() - started < 2s);
+    CHECK(clock.now() - started < 2s);
     // Nothing of the cancelled wait stays locked.
     CHECK(locks.try_lock("game1:A-1"));
     CHECK(locks.try_lock("game1:A-3"));
@@ -165,58 +175,64 @@ TEST_CASE("cancelling a waiting async_lock_all ends it with cancelled and leaves
 }
 
 TEST_CASE("a waiting async_lock gets the key when its holder lets go, and times out otherwise") {
-    seatlock::MemoryBackend backend;
+    seatlock::FakeBackend backend;
+    asio::io_context io;
+    seatlock::FakeLockClock clock(backend);
     seatlock::LockOptions options;
     options.wait = 300ms;
-    seatlock::LockManager locks(backend, options);
-    asio::io_context io;
+    seatlock::LockManager locks(backend, clock, options);
     auto holder = locks.try_lock("game1:B-1").value();
 
-    std::optional<Result<seatlock::SingleLock<seatlock::MemoryBackend>>> timed_out;
-    const auto t0 = std::chrono::steady_clock::now();
+    std::optional<Result<seatlock::SingleLock<seatlock::FakeBackend>>> timed_out;
+    const auto t0 = clock.now();
     locks.async_lock("game1:B-1", asio::bind_executor(io, [&](auto r) { timed_out = std::move(r); }));
-    run_until(io, [&] { return timed_out.has_value(); });
+    drive(io, clock, [&] { return timed_out.has_value(); });
     REQUIRE(timed_out);
     CHECK(timed_out->is(errc::lock_timeout));
-    CHECK(std::chrono::steady_clock::now() - t0 >= 290ms);
+    CHECK(clock.now() - t0 >= 290ms);
 
-    std::optional<Result<seatlock::SingleLock<seatlock::MemoryBackend>>> got;
+    std::optional<Result<seatlock::SingleLock<seatlock::FakeBackend>>> got;
+    const auto t1 = clock.now();
     locks.async_lock("game1:B-1", asio::bind_executor(io, [&](auto r) { got = std::move(r); }));
-    asio::steady_timer later(io, 50ms);
-    later.async_wait([&](boost::system::error_code) { CHECK(holder.unlock()); });
-    run_until(io, [&] { return got.has_value(); });
+    drive(io, clock, [&] { return clock.now() - t1 >= 50ms; });
+    CHECK_FALSE(got);
+    CHECK(holder.unlock());
+    drive(io, clock, [&] { return got.has_value(); });
     REQUIRE(got);
     CHECK(*got);
 }
 
 TEST_CASE("the watchdog of a guard acquired asynchronously renews on the executor's timers") {
-    seatlock::MemoryBackend backend;
+    seatlock::FakeBackend backend;
+    asio::io_context io;
+    seatlock::FakeLockClock clock(backend);
     seatlock::LockOptions options;
     options.lease = 300ms;
     options.watchdog = true;
-    seatlock::LockManager locks(backend, options);
-    asio::io_context io;
-    std::optional<Result<seatlock::SingleLock<seatlock::MemoryBackend>>> guard;
+    seatlock::LockManager locks(backend, clock, options);
+    std::optional<Result<seatlock::SingleLock<seatlock::FakeBackend>>> guard;
     locks.async_try_lock("game1:W-1", asio::bind_executor(io, [&](auto r) { guard = std::move(r); }));
-    run_until(io, [&] { return guard.has_value(); });
+    drive(io, clock, [&] { return guard.has_value(); });
     REQUIRE(guard);
     REQUIRE(*guard);
     // Three leases long: only renewals keep it.
-    run_until(io, [] { return false; }, 900ms);
+    drive(io, clock, [] { return false; }, 900ms);
     CHECK((*guard)->owns());
+    CHECK(backend.count(seatlock::op::id<seatlock::op::extend_locks>) >= 8);
     CHECK(locks.try_lock("game1:W-1").is(errc::lock_busy));
     // Without anyone running the executor, nothing renews it: the lease runs out.
-    std::this_thread::sleep_for(400ms);
+    clock.advance(400ms);
     CHECK(locks.try_lock("game1:W-1"));
 }
 
 TEST_CASE("a guard going out of scope in a coroutine releases without blocking its thread") {
     seatlock::FakeBackend backend;
+    asio::io_context io;
+    seatlock::FakeLockClock clock(backend);
     seatlock::LockOptions options;
     options.release_retry_inline = 2s;  // a blocking release would wait this long
-    seatlock::LockManager locks(backend, options);
-    asio::io_context io;
-    std::chrono::steady_clock::duration scope_end{};
+    seatlock::LockManager locks(backend, clock, options);
+    std::chrono::nanoseconds scope_end{};
     bool done = false;
     asio::co_spawn(
         io,
@@ -227,19 +243,22 @@ TEST_CASE("a guard going out of scope in a coroutine releases without blocking i
                 // The first two releases fail in transit: retried on timers.
                 backend.inject({seatlock::op::id<seatlock::op::release_locks>,
                                 seatlock::FakeBackend::FaultKind::fail_before, 2});
-                const auto t0 = std::chrono::steady_clock::now();
+                // A blocking release would pause on the lock clock, i.e. move it.
+                const auto t0 = clock.now();
                 guard = Result<seatlock::SingleLock<seatlock::FakeBackend>>(
                     seatlock::Failure(errc::invalid_argument, "dropped"));  // destroys the guard
-                scope_end = std::chrono::steady_clock::now() - t0;
+                scope_end = clock.now() - t0;
             }
             done = true;
         },
         asio::detached);
-    run_until(io, [&] { return done; });
+    drive(io, clock, [&] { return done; });
     REQUIRE(done);
     CHECK(scope_end < 20ms);
     // The retries on the executor's timers free the key soon after.
-    run_until(io, [&] { return static_cast<bool>(locks.try_lock("game1:G-1")); }, 2s);
+    const auto t0 = clock.now();
+    drive(io, clock, [&] { return backend.count(seatlock::op::id<seatlock::op::release_locks>) == 3; }, 2s);
+    CHECK(clock.now() - t0 < 500ms);
     CHECK(locks.try_lock("game1:G-1"));
 }
 
@@ -258,6 +277,9 @@ TEST_CASE("async_unlock and async_extend answer as unlock and extend do") {
 
 namespace {
 
+// Whether the calling thread is one of OtherThreadBackend's.
+thread_local bool on_backend_thread = false;
+
 // MemoryBackend answering from a thread of its own, as RedisBackend does.
 class OtherThreadBackend : public seatlock::MemoryBackend {
 public:
@@ -267,6 +289,7 @@ public:
     template <typename Op>
     void async_run(const Op& op, seatlock::detail::Completion<typename Op::result_type> done) {
         threads_.emplace_back([this, op, done = std::move(done)]() mutable {
+            on_backend_thread = true;
             done(static_cast<seatlock::MemoryBackend&>(*this).run(op));
         });
     }
@@ -275,17 +298,37 @@ private:
     std::vector<std::thread> threads_;
 };
 
-// An io_context executor that, asked from another thread to run something, runs it there
-// and only then lets that thread go on, 100 ms later: what a preempted thread does.
+// A gate a thread waits at until the test opens it.
+class Gate {
+public:
+    void open() {
+        std::lock_guard lock(mutex_);
+        open_ = true;
+        opened_.notify_all();
+    }
+    void pass() {
+        std::unique_lock lock(mutex_);
+        opened_.wait(lock, [this] { return open_; });
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable opened_;
+    bool open_ = false;
+};
+
+// An io_context executor that, asked from a backend's thread to run something, runs it
+// there and only then lets that thread go on, once `late` is opened: what a preempted
+// thread does.
 template <typename Inner>
 struct LateExecutor {
     Inner inner;
-    std::thread::id io_thread;
+    Gate* late;
 
     template <typename F>
     void execute(F&& f) const {
         asio::execution::execute(inner, std::forward<F>(f));
-        if (std::this_thread::get_id() != io_thread) std::this_thread::sleep_for(100ms);
+        if (on_backend_thread) late->pass();
     }
     asio::execution_context& query(asio::execution::context_t) const noexcept {
         return asio::query(inner, asio::execution::context);
@@ -296,7 +339,7 @@ struct LateExecutor {
         requires asio::can_prefer<const Inner&, P>::value
     auto prefer(P p) const {
         using Next = std::decay_t<decltype(asio::prefer(inner, p))>;
-        return LateExecutor<Next>{asio::prefer(inner, p), io_thread};
+        return LateExecutor<Next>{asio::prefer(inner, p), late};
     }
     friend bool operator==(const LateExecutor& a, const LateExecutor& b) noexcept {
         return a.inner == b.inner;
@@ -308,26 +351,219 @@ struct LateExecutor {
 
 TEST_CASE("a call answered on another thread keeps the caller's io_context alive until it lets go") {
     // The backend's thread hands the answer to the caller's executor and is then slow to
-    // return. Meanwhile the caller gets its answer and destroys its io_context: nothing
-    // the backend's thread still holds may refer to it (ASan would see it in the
-    // sanitizer builds).
+    // return. Meanwhile the caller gets its answer and has nothing left to run: its
+    // io_context must not run out of work, and be destroyed, while the backend's thread
+    // still holds an executor of it (ASan would see that in the sanitizer builds).
     OtherThreadBackend backend;
     seatlock::LockManager locks(backend);
     for (int round = 0; round < 3; ++round) {
         auto io = std::make_unique<asio::io_context>();
         auto work = std::make_optional(asio::make_work_guard(*io));
-        std::thread runner([&io] { io->run(); });
-        LateExecutor<asio::io_context::executor_type> late{io->get_executor(), runner.get_id()};
-        {
-            auto guard = locks.async_try_lock_all({"game1:L-1", "game1:L-2"},
-                                                  asio::bind_executor(late, asio::use_future))
-                             .get();
-            REQUIRE(guard);
-            CHECK(guard->async_unlock(asio::bind_executor(late, asio::use_future)).get());
-        }
+        Gate late_threads;
+        LateExecutor<asio::io_context::executor_type> late{io->get_executor(), &late_threads};
+        std::optional<Result<seatlock::MultiLock<OtherThreadBackend>>> guard;
+        locks.async_try_lock_all({"game1:L-1", "game1:L-2"},
+                                 asio::bind_executor(late, [&](auto r) { guard = std::move(r); }));
+        while (!guard) io->run_one();
+        REQUIRE(*guard);
+        std::optional<Result<void>> unlocked;
+        (*guard)->async_unlock(asio::bind_executor(late, [&](Result<void> r) { unlocked = std::move(r); }));
+        while (!unlocked) io->run_one();
+        CHECK(*unlocked);
+        guard.reset();
         work.reset();
-        runner.join();
+        io->poll();
+        // The release's answer came from a thread that is not let go yet (the acquisition's
+        // may have found its strand running and gone): it still holds the io_context.
+        CHECK_FALSE(io->stopped());
+        late_threads.open();
+        io->run();  // returns once they let go
         io.reset();
     }
     CHECK(locks.try_lock_all({"game1:L-1", "game1:L-2"}));
+}
+
+// --- The default completion token; the blocking calls' overloads and defaults -------------
+
+TEST_CASE("without a token every async lock call is deferred: co_await it, or call it with a handler") {
+    seatlock::FakeBackend backend;
+    asio::io_context io;
+    seatlock::FakeLockClock clock(backend);
+    seatlock::LockManager locks(backend, clock);
+    using Single = Result<seatlock::SingleLock<seatlock::FakeBackend>>;
+    using Multi = Result<seatlock::MultiLock<seatlock::FakeBackend>>;
+    seatlock::LockOptions o;
+    o.lease = 1s;
+
+    // In a coroutine: every overload, and a guard's unlock and extend. (The key lists are
+    // made outside: g++ 12 cannot compile a braced list of strings inside a coroutine.)
+    using Keys = std::vector<std::string>;
+    const Keys k5{"game1:D-5", "game1:D-6"}, k7{"game1:D-7"}, k8{"game1:D-8"}, k9{"game1:D-9"};
+    bool finished = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            Single a = co_await locks.async_lock("game1:D-1");
+            Single b = co_await locks.async_lock("game1:D-2", o);
+            Single c = co_await locks.async_try_lock("game1:D-3");
+            Single d = co_await locks.async_try_lock("game1:D-4", o);
+            Multi e = co_await locks.async_lock_all(k5);
+            Multi f = co_await locks.async_lock_all(k7, o);
+            Multi g = co_await locks.async_try_lock_all(k8);
+            Multi h = co_await locks.async_try_lock_all(k9, o);
+            REQUIRE(a);
+            REQUIRE(b);
+            REQUIRE(c);
+            REQUIRE(d);
+            REQUIRE(e);
+            REQUIRE(f);
+            REQUIRE(g);
+            REQUIRE(h);
+            CHECK(e->keys() == k5);
+            Result<void> extended = co_await a->async_extend(5s);
+            CHECK(extended);
+            Result<void> unlocked = co_await a->async_unlock();
+            CHECK(unlocked);
+            Single busy = co_await locks.async_try_lock("game1:D-2");
+            CHECK(busy.is(errc::lock_busy));
+            finished = true;
+        },
+        asio::detached);
+    REQUIRE(drive(io, clock, [&] { return finished; }));
+    CHECK(backend.count(seatlock::op::id<seatlock::op::acquire_locks>) == 9);
+
+    // With a callback: nothing is sent until the deferred operation is called.
+    auto deferred_lock = locks.async_try_lock("game1:E-1", o);
+    auto deferred_all = locks.async_lock_all({"game1:E-2", "game1:E-3"});
+    CHECK(backend.count(seatlock::op::id<seatlock::op::acquire_locks>) == 9);
+    std::optional<Single> one;
+    std::optional<Multi> all;
+    std::move(deferred_lock)(asio::bind_executor(io, [&](Single r) { one = std::move(r); }));
+    std::move(deferred_all)(asio::bind_executor(io, [&](Multi r) { all = std::move(r); }));
+    REQUIRE(drive(io, clock, [&] { return one && all; }));
+    REQUIRE(*one);
+    REQUIRE(*all);
+    std::optional<Result<void>> unlocked;
+    (*all)->async_unlock()(asio::bind_executor(io, [&](Result<void> r) { unlocked = std::move(r); }));
+    REQUIRE(drive(io, clock, [&] { return unlocked.has_value(); }));
+    CHECK(*unlocked);
+    CHECK(locks.try_lock_all({"game1:E-2", "game1:E-3"}));
+}
+
+TEST_CASE("each async twin takes the blocking call's defaults, or the options given") {
+    // The manager's options, or `given`: a wait and a lease each can tell apart on the
+    // fake clock.
+    seatlock::FakeBackend backend;
+    asio::io_context io;
+    seatlock::FakeLockClock clock(backend);
+    seatlock::LockOptions defaults;
+    defaults.wait = 200ms;
+    defaults.lease = 2s;
+    seatlock::LockManager locks(backend, clock, defaults);
+    seatlock::LockOptions given;
+    given.wait = 700ms;
+    given.lease = 5s;
+    using Single = Result<seatlock::SingleLock<seatlock::FakeBackend>>;
+    using Multi = Result<seatlock::MultiLock<seatlock::FakeBackend>>;
+
+    // How long a waiting call waits for a held key, blocking and asynchronously.
+    seatlock::LockOptions long_lease;
+    long_lease.lease = 1min;
+    auto holder = locks.try_lock("game1:H-1", long_lease).value();
+    const auto waited = [&](auto call) {
+        const auto t0 = clock.now();
+        auto result = call();
+        REQUIRE(result.is(errc::lock_timeout));
+        return clock.now() - t0;
+    };
+    const auto waited_async = [&](auto start) {
+        std::optional<bool> timed_out;
+        const auto t0 = clock.now();
+        start([&](auto r) { timed_out = r.is(errc::lock_timeout); });
+        REQUIRE(drive(io, clock, [&] { return timed_out.has_value(); }));
+        CHECK(*timed_out);
+        return clock.now() - t0;
+    };
+    const auto in = [](auto elapsed, std::chrono::milliseconds wait) {
+        return elapsed >= wait && elapsed < wait + 100ms;  // the last pause ends at the deadline
+    };
+    auto on_io = [&](auto f) { return asio::bind_executor(io, f); };
+    CHECK(in(waited([&] { return locks.lock("game1:H-1"); }), 200ms));
+    CHECK(in(waited_async([&](auto f) { locks.async_lock("game1:H-1", on_io(f)); }), 200ms));
+    CHECK(in(waited([&] { return locks.lock("game1:H-1", given); }), 700ms));
+    CHECK(in(waited_async([&](auto f) { locks.async_lock("game1:H-1", given, on_io(f)); }), 700ms));
+    CHECK(in(waited([&] { return locks.lock_all({"game1:H-1", "game1:H-2"}); }), 200ms));
+    CHECK(in(waited_async([&](auto f) { locks.async_lock_all({"game1:H-1", "game1:H-2"}, on_io(f)); }),
+             200ms));
+    CHECK(in(waited([&] { return locks.lock_all({"game1:H-1"}, given); }), 700ms));
+    CHECK(in(waited_async([&](auto f) { locks.async_lock_all({"game1:H-1"}, given, on_io(f)); }), 700ms));
+    // The default token's calls wait as long.
+    std::optional<Single> deferred_wait;
+    const auto t0 = clock.now();
+    locks.async_lock("game1:H-1")(on_io([&](Single r) { deferred_wait = std::move(r); }));
+    REQUIRE(drive(io, clock, [&] { return deferred_wait.has_value(); }));
+    CHECK(deferred_wait->is(errc::lock_timeout));
+    CHECK(in(clock.now() - t0, 200ms));
+    REQUIRE(holder.unlock());
+
+    // The lease each acquisition gets: the try calls' too.
+    std::optional<Single> s1, s2;
+    std::optional<Multi> m1, m2;
+    locks.async_try_lock("game1:L-1", on_io([&](Single r) { s1 = std::move(r); }));
+    locks.async_try_lock("game1:L-2", given, on_io([&](Single r) { s2 = std::move(r); }));
+    locks.async_try_lock_all({"game1:L-3"}, on_io([&](Multi r) { m1 = std::move(r); }));
+    locks.async_try_lock_all({"game1:L-4"}, given, on_io([&](Multi r) { m2 = std::move(r); }));
+    auto b1 = locks.try_lock("game1:L-5");
+    auto b2 = locks.try_lock("game1:L-6", given);
+    auto b3 = locks.try_lock_all({"game1:L-7"});
+    auto b4 = locks.try_lock_all({"game1:L-8"}, given);
+    REQUIRE(drive(io, clock, [&] { return s1 && s2 && m1 && m2; }));
+    REQUIRE(*s1);
+    REQUIRE(*s2);
+    REQUIRE(*m1);
+    REQUIRE(*m2);
+    REQUIRE(b1);
+    REQUIRE(b2);
+    REQUIRE(b3);
+    REQUIRE(b4);
+    clock.advance(2s);  // the manager's lease has ended, the given one not
+    CHECK_FALSE((*s1)->owns());
+    CHECK_FALSE((*m1)->owns());
+    CHECK_FALSE(b1->owns());
+    CHECK_FALSE(b3->owns());
+    CHECK((*s2)->owns());
+    CHECK((*m2)->owns());
+    CHECK(b2->owns());
+    CHECK(b4->owns());
+    CHECK(locks.try_lock_all({"game1:L-1", "game1:L-3", "game1:L-5", "game1:L-7"}));
+    CHECK(locks.try_lock("game1:L-2").is(errc::lock_busy));
+    CHECK(locks.try_lock("game1:L-4").is(errc::lock_busy));
+    CHECK(locks.try_lock("game1:L-6").is(errc::lock_busy));
+    CHECK(locks.try_lock("game1:L-8").is(errc::lock_busy));
+}
+
+TEST_CASE("async_try_lock with LockOptions makes one attempt and refuses bad options unsent") {
+    seatlock::FakeBackend backend;
+    seatlock::FakeLockClock clock(backend);
+    seatlock::LockManager locks(backend, clock);
+    auto holder = locks.try_lock_all({"game1:T-1", "game1:T-2"}).value();
+    seatlock::LockOptions o;
+    o.wait = 10s;  // not a waiting call: no effect
+    backend.clear_calls();
+    const auto t0 = clock.now();
+    auto busy = locks.async_try_lock("game1:T-1", o, asio::use_future);
+    auto busy_all = locks.async_try_lock_all({"game1:T-2", "game1:T-3"}, o, asio::use_future);
+    CHECK(busy.get().is(errc::lock_busy));
+    auto all = busy_all.get();
+    REQUIRE(all.is(errc::lock_busy));
+    CHECK(all.error().items == std::vector<std::string>{"game1:T-2"});
+    CHECK(backend.count(seatlock::op::id<seatlock::op::acquire_locks>) == 2);
+    CHECK(clock.now() == t0);
+
+    seatlock::LockOptions bad;
+    bad.backoff_min = 0ms;
+    backend.clear_calls();
+    CHECK(locks.async_try_lock("game1:T-4", bad, asio::use_future).get().is(errc::invalid_argument));
+    CHECK(locks.async_try_lock_all({"game1:T-4"}, bad, asio::use_future).get().is(errc::invalid_argument));
+    CHECK(backend.calls().empty());
 }

@@ -16,8 +16,10 @@
 
 namespace seatlock::detail {
 
-/// The state of a new acquisition of `keys` (sorted, without duplicates) with a fresh owner.
-inline std::shared_ptr<LeaseState> new_lease(std::vector<std::string> keys, const LockOptions& options) {
+/// The state of a new acquisition of `keys` (sorted, without duplicates) with a fresh owner,
+/// timed by `clock`.
+inline std::shared_ptr<LeaseState> new_lease(std::vector<std::string> keys, const LockOptions& options,
+                                             Clock clock) {
     std::sort(keys.begin(), keys.end());
     keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
     auto state = std::make_shared<LeaseState>();
@@ -31,6 +33,7 @@ inline std::shared_ptr<LeaseState> new_lease(std::vector<std::string> keys, cons
     state->pause_max = options.backoff_max;
     state->on_lost = options.on_lost;
     state->on_release_error = options.on_release_error;
+    state->clock = clock;
     return state;
 }
 
@@ -50,7 +53,7 @@ public:
         : state_(std::move(state)),
           lease_(options.lease),
           wait_(wait ? std::optional<Millis>(options.wait) : std::nullopt),
-          deadline_(SteadyClock::now() + options.wait),
+          deadline_(state_->clock.now() + options.wait),
           backoff_(options.backoff_min, options.backoff_max) {}
 
     [[nodiscard]] op::acquire_locks request() const { return {state_->keys, state_->owner, lease_}; }
@@ -78,7 +81,7 @@ public:
         // Busy: some key is someone else's, so none is ours.
         maybe_taken_ = false;
         if (!wait_) return {Next::failed, {}, std::move(fence).error(), false};
-        const auto now = SteadyClock::now();
+        const auto now = state_->clock.now();
         if (now >= deadline_) {
             Failure f = std::move(fence).error();
             f.code = make_error_code(errc::lock_timeout);

@@ -2,7 +2,8 @@
 //
 // The rules are the blocking side's (Acquisition, ReleaseAttempts, after_renewal in
 // lock_manager.hpp and watchdog.hpp): what to send and what each answer means. Here they
-// are driven by timers on the caller's executor instead of sleeps and a thread:
+// are driven by timers on the caller's executor (StepTimer: Asio steady timers, or the
+// manager's LockClock when it has one) instead of sleeps and a thread:
 // - AsyncAcquire: sends, pauses on a timer while a key is busy, honours the handler's
 //   cancellation slot, and leaves no lock behind when cancelled;
 // - AsyncRelease: a release and its retries in transit, reporting to a callback once the
@@ -51,6 +52,41 @@ inline boost::asio::any_io_executor tracked(const boost::asio::any_io_executor& 
     return boost::asio::prefer(executor, boost::asio::execution::outstanding_work.tracked);
 }
 
+/// The timer of one asynchronous lock step, used on its strand: an Asio steady timer, or
+/// the manager's LockClock (call_at) when it has one. `then` runs on the strand once the
+/// time has come or the wait was cancelled.
+class StepTimer {
+public:
+    StepTimer(const Strand& strand, Clock clock) : strand_(strand), timer_(strand), clock_(clock) {}
+
+    void wait_until(SteadyClock::time_point t, std::function<void()> then) {
+        if (!clock_.clock) {
+            timer_.expires_at(t);
+            timer_.async_wait(boost::asio::bind_executor(
+                strand_, [then = std::move(then)](boost::system::error_code) { then(); }));
+            return;
+        }
+        // Either the clock fires or cancel() takes it back; whichever does posts `then`.
+        then_ = std::make_shared<std::function<void()>>(std::move(then));
+        clock_.clock->call_at(t, this, [strand = strand_, then = then_] {
+            boost::asio::post(strand, std::exchange(*then, nullptr));
+        });
+    }
+    void wait_for(Millis d, std::function<void()> then) { wait_until(clock_.now() + d, std::move(then)); }
+
+    /// Ends a wait early: its `then` runs soon.
+    void cancel() {
+        if (!clock_.clock) return (void)timer_.cancel();
+        if (clock_.clock->cancel_call(this)) boost::asio::post(strand_, std::exchange(*then_, nullptr));
+    }
+
+private:
+    Strand strand_;
+    boost::asio::steady_timer timer_;
+    Clock clock_;
+    std::shared_ptr<std::function<void()>> then_;  // of the wait on clock_
+};
+
 /// One release, its retries on a timer. `report` gets the outcome once: as soon as the
 /// release is settled, or when LockOptions::release_retry_inline is spent (the release
 /// then goes on in the background until it succeeds or is given up, and a release given
@@ -75,13 +111,13 @@ private:
                  Report report)
         : backend_(backend),
           attempts_(state),
-          inline_until_(SteadyClock::now() + state->retry_inline),
+          inline_until_(state->clock.now() + state->retry_inline),
           strand_(tracked(ex)),
-          timer_(strand_),
+          timer_(strand_, state->clock),
           report_(std::move(report)) {}
 
     void send() {
-        const auto sent = SteadyClock::now();
+        const auto sent = attempts_.state().clock.now();
         detail::start(backend_, attempts_.request(),
                       [self = this->shared_from_this(), sent](Result<bool> released) mutable {
                           auto& me = *self;
@@ -115,9 +151,7 @@ private:
                 "retrying in the background; on_release_error is called if it never succeeds"));
             background_ = true;
         }
-        timer_.expires_at(attempts_.next_at());
-        timer_.async_wait(boost::asio::bind_executor(
-            strand_, [self = this->shared_from_this()](boost::system::error_code) { self->send(); }));
+        timer_.wait_until(attempts_.next_at(), [self = this->shared_from_this()] { self->send(); });
     }
 
     // The caller hears once; a release given up in the background is reported instead.
@@ -135,7 +169,7 @@ private:
     ReleaseAttempts attempts_;
     SteadyClock::time_point inline_until_;
     Strand strand_;
-    boost::asio::steady_timer timer_;
+    StepTimer timer_;
     Report report_;
     bool background_ = false;
 };
@@ -150,7 +184,7 @@ public:
         auto self = std::shared_ptr<AsyncRenewal>(
             new AsyncRenewal(backend, std::move(state), std::move(executor)));
         boost::asio::dispatch(self->strand_, [self] {
-            self->wait_until(SteadyClock::now() + self->state_->lease.load() / 3);
+            self->wait_until(self->state_->clock.now() + self->state_->lease.load() / 3);
         });
         return self;
     }
@@ -167,19 +201,17 @@ private:
         : backend_(backend),
           state_(std::move(state)),
           strand_(tracked(ex)),
-          timer_(strand_),
+          timer_(strand_, state_->clock),
           backoff_(state_->pause_min, state_->pause_max) {}
 
     void wait_until(SteadyClock::time_point when) {
-        timer_.expires_at(when);
-        timer_.async_wait(boost::asio::bind_executor(
-            strand_, [self = this->shared_from_this()](boost::system::error_code) {
-                if (!self->stopped_) self->renew();
-            }));
+        timer_.wait_until(when, [self = this->shared_from_this()] {
+            if (!self->stopped_) self->renew();
+        });
     }
 
     void renew() {
-        const auto sent = SteadyClock::now();
+        const auto sent = state_->clock.now();
         const Millis lease = state_->lease.load();
         detail::start(backend_, op::extend_locks{state_->keys, state_->owner, lease},
                       [self = this->shared_from_this(), sent, lease](Result<bool> renewed) mutable {
@@ -197,7 +229,7 @@ private:
     B& backend_;
     std::shared_ptr<LeaseState> state_;
     Strand strand_;
-    boost::asio::steady_timer timer_;
+    StepTimer timer_;
     Backoff backoff_;
     std::atomic<bool> stopped_{false};
 };
@@ -213,7 +245,7 @@ public:
           acquisition_(std::move(acquisition)),
           make_guard_(std::move(make_guard)),
           strand_(tracked(timer_executor(handler))),
-          timer_(strand_),
+          timer_(strand_, acquisition_.state()->clock),
           done_(std::move(handler)) {}
 
     void start() {
@@ -235,7 +267,7 @@ private:
 
     void send() {
         in_flight_ = true;
-        const auto sent = SteadyClock::now();
+        const auto sent = acquisition_.state()->clock.now();
         detail::start(backend_, acquisition_.request(),
                       [self = this->shared_from_this(), sent](Result<std::uint64_t> fence) mutable {
                           auto& me = *self;
@@ -267,12 +299,10 @@ private:
                 return finish(std::move(*step.failure));
             case Next::send_again: return send();
             case Next::pause:
-                timer_.expires_after(step.pause);
-                timer_.async_wait(boost::asio::bind_executor(
-                    strand_, [self = this->shared_from_this()](boost::system::error_code) {
-                        if (self->cancelled_) return self->finish(self->cancelled());
-                        self->send();
-                    }));
+                timer_.wait_for(step.pause, [self = this->shared_from_this()] {
+                    if (self->cancelled_) return self->finish(self->cancelled());
+                    self->send();
+                });
                 return;
         }
     }
@@ -286,7 +316,7 @@ private:
     void give_back() {
         auto& state = *acquisition_.state();
         // If anything was taken, its lease ends at the latest a lease from now.
-        state.valid_until = (SteadyClock::now() + state.lease.load()).time_since_epoch().count();
+        state.valid_until = (state.clock.now() + state.lease.load()).time_since_epoch().count();
         AsyncRelease<B>::start(backend_, acquisition_.state(), strand_, nullptr);
     }
 
@@ -308,7 +338,7 @@ private:
     Acquisition acquisition_;
     MakeGuard make_guard_;
     Strand strand_;
-    boost::asio::steady_timer timer_;
+    StepTimer timer_;
     Completer<Handler> done_;
     bool in_flight_ = false;
     bool cancelled_ = false;

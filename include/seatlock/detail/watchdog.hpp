@@ -16,6 +16,7 @@
 #include <seatlock/backend.hpp>
 #include <seatlock/detail/random.hpp>
 #include <seatlock/detail/text.hpp>
+#include <seatlock/lock_clock.hpp>
 #include <seatlock/operations.hpp>
 
 #include <algorithm>
@@ -35,6 +36,31 @@ namespace seatlock::detail {
 
 using SteadyClock = std::chrono::steady_clock;
 
+/// The time of one LockManager: its LockClock, or steady_clock and real waits when it has
+/// none (then no indirect call is made).
+struct Clock {
+    LockClock* clock = nullptr;
+
+    [[nodiscard]] SteadyClock::time_point now() const {
+        return clock ? clock->now() : SteadyClock::now();
+    }
+    void sleep_until(SteadyClock::time_point t) const {
+        if (clock) return clock->sleep_until(t);
+        std::this_thread::sleep_until(t);
+    }
+    void sleep_for(Millis d) const { sleep_until(now() + d); }
+    void wait_until(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                    SteadyClock::time_point t) const {
+        if (clock) return clock->wait_until(lock, cv, t);
+        if (t == SteadyClock::time_point::max()) return cv.wait(lock);
+        cv.wait_until(lock, t);
+    }
+    void notify(std::condition_variable& cv) const {
+        if (clock) return clock->notify(cv);
+        cv.notify_all();
+    }
+};
+
 /// What a guard and the background thread share about one acquisition.
 struct LeaseState {
     std::vector<std::string> keys;
@@ -50,6 +76,7 @@ struct LeaseState {
     std::function<void(const std::vector<std::string>&)> on_lost;
     std::function<void(const Failure&)> on_release_error;
     std::atomic<bool> lost{false};
+    Clock clock;  // the manager's
     // Local, conservative end of the lease: measured from before the request was sent.
     std::atomic<SteadyClock::rep> valid_until{0};
 
@@ -105,7 +132,7 @@ inline std::optional<SteadyClock::time_point> after_renewal(LeaseState& state,
                                                             const Result<bool>& renewed,
                                                             SteadyClock::time_point sent,
                                                             Millis lease, Backoff& backoff) {
-    const auto now = SteadyClock::now();
+    const auto now = state.clock.now();
     if (renewed && *renewed) {
         state.valid_until = (sent + lease).time_since_epoch().count();
         backoff = Backoff(state.pause_min, state.pause_max);
@@ -132,7 +159,7 @@ public:
     explicit ReleaseAttempts(std::shared_ptr<LeaseState> state)
         : state_(std::move(state)),
           backoff_(state_->pause_min, state_->pause_max),
-          started_(SteadyClock::now()),
+          started_(state_->clock.now()),
           give_up_at_(std::min(started_ + state_->retry_total, state_->lease_end())) {}
 
     [[nodiscard]] const LeaseState& state() const noexcept { return *state_; }
@@ -143,7 +170,7 @@ public:
     /// One attempt, in the calling thread.
     template <LockBackend B>
     Outcome attempt(B& backend) {
-        const auto sent = SteadyClock::now();
+        const auto sent = state_->clock.now();
         return settle(backend.run(request()), sent);
     }
 
@@ -171,14 +198,14 @@ public:
             if (outcome != Outcome::pending) return outcome;
             if (!plan_next()) return Outcome::failed;
             if (next_at_ >= stop) return Outcome::pending;
-            std::this_thread::sleep_until(next_at_);
+            state_->clock.sleep_until(next_at_);
         }
     }
 
     /// Plans the next attempt after a backoff pause, the last one when the budget ends
     /// (LockOptions::release_retry, or the end of the lease); false once it has ended.
     bool plan_next() {
-        const auto now = SteadyClock::now();
+        const auto now = state_->clock.now();
         if (now >= give_up_at_) return false;
         next_at_ = std::min(now + backoff_.pause(), give_up_at_);
         return true;
@@ -189,7 +216,7 @@ public:
     /// what `happens_next` to the keys.
     [[nodiscard]] Failure failure(const std::string& happens_next) const {
         Failure f = *last_;
-        const auto took = std::chrono::duration_cast<Millis>(SteadyClock::now() - started_).count();
+        const auto took = std::chrono::duration_cast<Millis>(state_->clock.now() - started_).count();
         f.detail = "release of " + state_->describe_keys() + " failed" +
                    (attempts_ > 1 ? " " + std::to_string(attempts_) + " times in " +
                                         std::to_string(took) + " ms"
@@ -221,15 +248,16 @@ private:
 template <LockBackend B>
 class Watchdog {
 public:
-    explicit Watchdog(B& backend) : backend_(&backend) {}
+    Watchdog(B& backend, Clock clock) : backend_(&backend), clock_(clock) {}
     /// Stops the thread. Releases still pending are given up and reported.
     ~Watchdog() {
         {
             std::lock_guard lock(mutex_);
             stopping_ = true;
+            clock_.notify(wake_);
         }
-        wake_.notify_all();
         if (thread_.joinable()) thread_.join();
+        if (clock_.clock) clock_.clock->forget(wake_);
         for (const auto& job : releases_) {
             job.state().report_release_error(job.failure(
                 "given up because its LockManager and guards were destroyed; the keys stay "
@@ -241,7 +269,7 @@ public:
 
     void watch(const std::shared_ptr<LeaseState>& state) {
         std::lock_guard lock(mutex_);
-        renewals_.push_back({state, SteadyClock::now() + state->lease.load() / 3,
+        renewals_.push_back({state, clock_.now() + state->lease.load() / 3,
                              Backoff(state->pause_min, state->pause_max)});
         start();
     }
@@ -271,7 +299,7 @@ private:
 
     void start() {  // with mutex_ held
         if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
-        wake_.notify_all();
+        clock_.notify(wake_);
     }
 
     void run() {
@@ -288,12 +316,12 @@ private:
                 renewal != renewals_.end() &&
                 (release == releases_.end() || renewal->next <= release->next_at());
             if (renewal == renewals_.end() && release == releases_.end()) {
-                wake_.wait(lock);
+                clock_.wait_until(lock, wake_, SteadyClock::time_point::max());
                 continue;
             }
             const auto due = renewal_first ? renewal->next : release->next_at();
-            if (due > SteadyClock::now()) {
-                wake_.wait_until(lock, due);
+            if (due > clock_.now()) {
+                clock_.wait_until(lock, wake_, due);
                 continue;
             }
             if (renewal_first) {
@@ -313,7 +341,7 @@ private:
                                [&](const Renewal& r) { return r.state == state; });
         Backoff backoff = it->backoff;
         lock.unlock();
-        const auto sent = SteadyClock::now();
+        const auto sent = clock_.now();
         const Millis lease = state->lease.load();
         const auto renewed = backend_->run(op::extend_locks{state->keys, state->owner, lease});
         const auto next = after_renewal(*state, renewed, sent, lease, backoff);
@@ -344,6 +372,7 @@ private:
     }
 
     B* backend_;
+    Clock clock_;
     std::mutex mutex_;
     std::condition_variable wake_;
     std::condition_variable idle_;
