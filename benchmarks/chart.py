@@ -7,8 +7,8 @@ Reads the rows at 64 callers (or operations in flight) of the main scenarios, wr
 as a data file next to RESULTS.json (chart.dat), and runs gnuplot on
 benchmarks/chart.gnuplot to draw OUT.png. Each bar is pairs done per second (refused
 attempts left out); each peer's bar also says seatlock's pairs/s over its own, from the
-same run. Rows the run did not measure (a peer that did not run, a scenario left out)
-are left out of the chart. Python's standard library only.
+same run. A row the run lists as not run (the peer in --quick, or without node) says
+so instead of a bar; rows the run left out (--scenario, --backend) are left out. Python's standard library only.
 """
 
 import json
@@ -52,9 +52,14 @@ GROUPS = [
 ]
 
 
+NOT_RUN = 0.0  # a row the run lists as not run (a peer without node, --quick): no bar
+
+
 def pairs_done_per_second(row):
     seconds = row.get("seconds") or 0
-    if "not_run" in row or seconds <= 0:
+    if "not_run" in row:
+        return NOT_RUN
+    if seconds <= 0:
         return None
     return (row.get("ops", 0) - row.get("refused", 0)) / seconds
 
@@ -84,13 +89,17 @@ def main():
     y = 0.0
     for title, members, reference in GROUPS:
         found = [(label, find(rows, s, b, a), colour) for label, s, b, a, colour in members]
-        found = [m for m in found if m[1]]
-        if not found:
+        found = [m for m in found if m[1] is not None]
+        if not any(v for _, v, _ in found):
             continue
         ref = next((v for label, v, _ in found if label == reference), None)
         headings.append((y, title))
         y -= 1.0
         for label, value, colour in found:
+            if value == NOT_RUN:
+                bars.append((y, value, colour, label, "not run (results.json says why)"))
+                y -= 1.0
+                continue
             text = f"{thousands(value)}/s"
             if ref and colour not in (SEATLOCK, SEATLOCK_ASYNC):
                 text += f"   {reference} / this: {ref / value:.2f}"
