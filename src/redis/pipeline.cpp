@@ -63,8 +63,8 @@ constexpr std::size_t min_replies_per_turn = 8;
 // One command in RESP, as hiredis's redisFormatCommandArgv writes it: "*<argc>\r\n", then
 // "$<length>\r\n<bytes>\r\n" for each argument. Written here with std::to_chars into one
 // string sized beforehand, because hiredis prints every length with sprintf and allocates
-// twice more per call: about a seventh of the client's CPU time in the asynchronous lock
-// benchmark (docs/performance.md). tests/integration/pipeline_test.cpp compares the bytes
+// twice more per call, a large share of the client's CPU time when many calls are in
+// flight. tests/integration/pipeline_test.cpp compares the bytes
 // with hiredis's for many commands.
 namespace {
 
@@ -507,8 +507,7 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
     // those callbacks posted. Requests the first half's callers send meanwhile go out
     // before the second half is handed, and Redis runs them while this thread hands it:
     // two batches in flight instead of one, so that neither the server nor this thread
-    // waits for the other. With the connection on the callers' own thread, this doubled
-    // the lock pairs per second at 64 in flight (docs/performance.md).
+    // waits for the other (docs/performance.md, "Pipelining").
     void hand_replies(const std::shared_ptr<Link>& l, error_code ec) {
         l->handing = false;
         switch (hand_parsed(l, std::max(min_replies_per_turn, sent.size() / 2))) {

@@ -64,8 +64,8 @@ struct RedisOptions {
     /// Empty: TCP to host:port. Otherwise the path of the server's Unix domain socket
     /// (redis.conf's `unixsocket`), for a Redis on the same host: host and port are then
     /// not used, and every connection, pooled or pipelined, goes through the socket file:
-    /// no TCP port to open, the file's permissions decide who connects (measured about as
-    /// fast as loopback TCP: docs/redis.md, "A Redis on the same host"). At most 107 bytes
+    /// no TCP port to open, the file's permissions decide who connects (no faster than
+    /// loopback TCP: docs/redis.md, "A Redis on the same host"). At most 107 bytes
     /// (the length a socket address holds); one server only: not with cluster_nodes or
     /// sentinels.
     std::string unix_socket;
@@ -95,18 +95,17 @@ struct RedisOptions {
     /// Connections of the asynchronous API (async_* calls): each carries every caller's
     /// requests, pipelined, many per socket write and read. One is usually enough, and
     /// keeps calls in the order they were made. More let Redis run one connection's
-    /// requests while the client reads another's replies (2: about 20% more lock pairs a
-    /// second at 64 in flight, docs/performance.md); calls then take them in turn, so two
-    /// calls in flight at once may run in either order.
+    /// requests while the client reads another's replies (docs/performance.md,
+    /// "Pipelining"); calls then take them in turn, so two calls in flight at once may run
+    /// in either order.
     std::size_t async_connections = 1;
     /// Blocking calls made while another blocking call of this backend is in flight go on
     /// the asynchronous API's pipelined connections (async_connections) and wait there for
     /// their reply, instead of taking a pooled connection each: calls of many threads then
-    /// share socket writes and reads, and Redis reads them together (at 64 threads,
-    /// measured: 1.7 to 2.2 times the lock pairs a second at a quarter to a third of Redis's
-    /// CPU per pair, 1.4 to 2.3 times the hold pairs at 0.4 to 0.9 of it:
-    /// docs/performance.md). A call alone in flight keeps the pool's direct round trip, the
-    /// shortest. Results and errors are the asynchronous API's. false: every blocking call
+    /// share socket writes and reads, and Redis reads them together, which spends less of
+    /// its CPU per call and so serves more calls a second (docs/performance.md, "Blocking
+    /// calls on the pipelined connection"). A call alone in flight keeps the pool's direct
+    /// round trip, the shortest. Results and errors are the asynchronous API's. false: every blocking call
     /// takes a pooled connection. Never with an executor given to the constructor (a call
     /// made on one of its threads would wait for that thread), nor for a call made on the
     /// backend's own I/O thread: the pool then.

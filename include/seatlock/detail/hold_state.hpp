@@ -174,7 +174,7 @@ using Holds = std::unordered_map<std::string, HoldRecord>;
     // Released holds made without an idempotency key are remembered by the random bits of
     // their token alone: all a retried release, confirm or extend needs to know is that
     // the hold was released. A whole record per release would grow memory (and slow
-    // every hold) by ten times as much under heavy traffic.
+    // every hold) many times as much under heavy traffic.
     ReleasedTokens released{released_memory_ms};
 
     bool was_released(std::string_view token, std::int64_t now) const {

@@ -47,11 +47,10 @@
 --   Ids never contain spaces (arg_ids), so records split on spaces; <pairs> is the seats'
 --   slot-seat pairs, the arguments ZADD takes to put them back in the free set, as
 --   MessagePack (cmsgpack).
--- * Lua pays for every call into C (string functions, tonumber, ipairs: 700 to 1,000
---   instructions each in Redis 7.0, 250 more to look up string.find as a global) and for
---   every string and table it makes (the collector runs in the call's time too), and a
---   redis.call costs 3 to 15 times as much (ZCARD about 3,300 instructions, HGET 4,100,
---   TIME 7,200, an HMGET of 6 fields 15,000). So the hot functions (locks,
+-- * Lua pays for every call into C (string functions, tonumber, ipairs; more to look up
+--   string.find as a global) and for every string and table it makes (the collector runs
+--   in the call's time too), and a redis.call costs several times as much
+--   (docs/performance.md, "Redis CPU per call"). So the hot functions (locks,
 --   hold, release, confirm) check an argument, or a hold's ids together, with one anchored
 --   pattern and an event's names once (its keys are remembered), hand numbers to
 --   redis.call as strings made once by '%d' (Redis would print each one with '%.17g', the
