@@ -59,12 +59,6 @@ EXPECTED_NETWORK = re.compile(
     r"(409|422) ")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def wait_until(probe, timeout, what):
     """Calls probe until it returns a true value; fails saying `what` after `timeout` s."""
     deadline = time.monotonic() + timeout
@@ -90,21 +84,27 @@ class Processes:
         self.running = []
 
     def redis(self):
-        port = free_port()
+        # On a Unix socket in the work directory only (--port 0: no TCP): no other program
+        # can be listening there, so the server that answers is this one.
+        sock = os.path.join(self.workdir, "redis.sock")
         log = open(os.path.join(self.workdir, "redis.log"), "w")
         proc = subprocess.Popen(
-            [REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", self.workdir],
+            [REDIS, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
+             "--save", "", "--appendonly", "no", "--dir", self.workdir],
             stdout=log, stderr=subprocess.STDOUT)
         self.running.append((proc, log, "redis-server"))
 
         def answers():
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+            if proc.poll() is not None:
+                fail(f"redis-server exited with {proc.returncode}")
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(1)
+                s.connect(sock)
                 s.sendall(b"PING\r\n")
                 return s.recv(16).startswith(b"+PONG")
 
-        wait_until(lambda: proc.poll() is None and answers(), 10, "redis-server answering")
-        return f"redis://127.0.0.1:{port}"
+        wait_until(answers, 10, "redis-server answering")
+        return f"unix://{sock}"
 
     def ticketing(self, name, redis_url, extra):
         path = os.path.join(self.workdir, name + ".log")

@@ -7,39 +7,28 @@
 #include "model_test.hpp"
 #include "retry_conformance.hpp"
 #include "version_conformance.hpp"
-#include "integration/redis_admin.hpp"
+#include "redis_fixture.hpp"
+#include "support/redis_admin.hpp"
+#include "support/redis_setup.hpp"
 #include "support/redis_cluster.hpp"
 
 #include <seatlock/backends/redis.hpp>
 
-#include <atomic>
 #include <string>
 
 namespace seatlock::testing {
 
-/// One cluster for the whole program, started on first use, stopped at exit.
-inline RedisCluster& conformance_cluster() {
-    static RedisCluster cluster;
-    return cluster;
-}
-
-/// A RedisBackend on the cluster with a key prefix of its own, so every test starts from
-/// empty storage.
-struct RedisClusterFixture {
-    using backend_type = RedisBackend;
+/// RedisFixtureBase on the program's cluster.
+struct RedisClusterFixture : RedisFixtureBase {
     static constexpr const char* name = "redis-cluster";
-    static constexpr bool manual_clock = false;
 
-    RedisClusterFixture() : backend_(options()) {}
+    RedisClusterFixture()
+        : RedisFixtureBase(RedisOptions::from_url(shared<RedisCluster>().url()).value()) {}
 
-    RedisBackend& backend() { return backend_; }
-    void advance(Millis d) { std::this_thread::sleep_for(d); }
-    // The nodes run on this machine: their TIME is this wall clock.
-    WallTime now() const { return std::chrono::system_clock::now(); }
     // Deletes this fixture's keys on every primary, one key per command (they are in many
     // slots); the function library stays, as in conformance_redis.cpp.
     void lose_data() {
-        for (const int port : conformance_cluster().ports()) {
+        for (const int port : shared<RedisCluster>().ports()) {
             RedisAdmin admin(port);
             const auto role = admin.command({"ROLE"});
             if (role->type != REDIS_REPLY_ARRAY || role->elements == 0 ||
@@ -53,16 +42,6 @@ struct RedisClusterFixture {
         }
     }
 
-private:
-    static RedisOptions options() {
-        static std::atomic<int> fixtures{0};
-        RedisOptions o = RedisOptions::from_url(conformance_cluster().url()).value();
-        o.prefix = "conformance-" + std::to_string(++fixtures);
-        o.command_timeout = std::chrono::seconds(10);  // sanitizer builds on busy machines are slow
-        return o;
-    }
-
-    RedisBackend backend_;
 };
 
 }  // namespace seatlock::testing

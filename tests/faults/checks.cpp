@@ -6,7 +6,7 @@
 #include <limits>
 #include <thread>
 
-#include "system/http_client.hpp"
+#include "support/http_client.hpp"
 
 namespace seatlock::testing::faults {
 namespace {

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "integration/redis_admin.hpp"
+#include "support/redis_admin.hpp"
 #include "support/redis_server.hpp"
-#include "system/ticketing_server.hpp"
+#include "support/ticketing_server.hpp"
 
 namespace seatlock::testing::faults {
 

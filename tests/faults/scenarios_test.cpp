@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -87,6 +88,19 @@ void expect_none(const Findings& findings, const std::string& logs) {
     if (!findings.empty()) MESSAGE("servers' logs (last lines):\n" << logs);
 }
 
+// The end of every scenario on the cluster, once its fault has ended: the buyers go on
+// for after_fault, then the storage settles (`extra` past the holds' expiry) and every
+// rule is checked, with the `findings` made during the fault and the data Redis `lost`.
+void after_the_fault(ServerCluster& cluster, Load& load, Findings findings = {},
+                     std::optional<CheckOptions::Loss> lost = std::nullopt,
+                     std::chrono::milliseconds extra = 2s) {
+    const auto fault_ended = wall_ms();
+    load.finish(after_fault);
+    MESSAGE(load.summary());
+    findings.merge(settle_and_check(cluster, load, {fault_ended, lost}, extra));
+    expect_none(findings, cluster.logs());
+}
+
 }  // namespace
 
 TEST_CASE("Redis SIGKILLed and restarted from its append-only file: nothing sold twice or lost" *
@@ -95,10 +109,7 @@ TEST_CASE("Redis SIGKILLed and restarted from its append-only file: nothing sold
     Load load(load_on(cluster, "kill9"));
     std::this_thread::sleep_for(before_fault);
     cluster.redis().kill_and_restart();
-    const auto fault_ended = wall_ms();
-    load.finish(after_fault);
-    MESSAGE(load.summary());
-    expect_none(settle_and_check(cluster, load, {fault_ended, std::nullopt}), cluster.logs());
+    after_the_fault(cluster, load);
 }
 
 TEST_CASE("Redis connections killed every 300 ms: nothing sold twice or lost" *
@@ -118,10 +129,7 @@ TEST_CASE("Redis connections killed every 300 ms: nothing sold twice or lost" *
         CHECK(killer.failures() == 0);
         CHECK(killed >= killer.runs());
     }
-    const auto fault_ended = wall_ms();
-    load.finish(after_fault);
-    MESSAGE(load.summary());
-    expect_none(settle_and_check(cluster, load, {fault_ended, std::nullopt}), cluster.logs());
+    after_the_fault(cluster, load);
 }
 
 TEST_CASE("Redis functions flushed under load: the servers reload them, nothing sold twice" *
@@ -137,10 +145,7 @@ TEST_CASE("Redis functions flushed under load: the servers reload them, nothing 
         std::this_thread::sleep_for(500ms);
     }
     CHECK(function_loads(*admin) >= loads_before + flushes);  // each flush noticed
-    const auto fault_ended = wall_ms();
-    load.finish(after_fault);
-    MESSAGE(load.summary());
-    expect_none(settle_and_check(cluster, load, {fault_ended, std::nullopt}), cluster.logs());
+    after_the_fault(cluster, load);
 }
 
 TEST_CASE("Redis stalls for more than twice the command timeout: nothing sold twice or lost" *
@@ -154,10 +159,7 @@ TEST_CASE("Redis stalls for more than twice the command timeout: nothing sold tw
     const auto slept = admin->command(
         {"DEBUG", "SLEEP", std::to_string(static_cast<double>(stall.count()) / 1000.0)});
     REQUIRE(slept->type == REDIS_REPLY_STATUS);
-    const auto fault_ended = wall_ms();
-    load.finish(after_fault);
-    MESSAGE(load.summary());
-    expect_none(settle_and_check(cluster, load, {fault_ended, std::nullopt}), cluster.logs());
+    after_the_fault(cluster, load);
 }
 
 TEST_CASE("one of three servers SIGKILLed mid-load: its buyers move on, nothing sold twice" *
@@ -169,14 +171,11 @@ TEST_CASE("one of three servers SIGKILLed mid-load: its buyers move on, nothing 
     Load load(options);
     std::this_thread::sleep_for(1000ms);  // earlier than the others, for the same reason
     cluster.kill_server(0);
-    const auto fault_ended = wall_ms();
-    load.finish(after_fault);
-    MESSAGE(load.summary());
-    CHECK(moved_from(load.purchases(), 0) > 0);  // its buyers went on elsewhere
     // A row whose lock the killed server held is closed by the drain once that lock's
     // 10 s lease has run out (taken at the latest at the kill, 2 s before the load ended)
     // and the expiry is delivered again (3 s later at most).
-    expect_none(settle_and_check(cluster, load, {fault_ended, std::nullopt}, 12s), cluster.logs());
+    after_the_fault(cluster, load, {}, std::nullopt, 12s);
+    CHECK(moved_from(load.purchases(), 0) > 0);  // its buyers went on elsewhere
 }
 
 TEST_CASE("SQLite write-locked longer than the busy timeout: nothing sold twice or lost" *
@@ -188,10 +187,7 @@ TEST_CASE("SQLite write-locked longer than the busy timeout: nothing sold twice 
         DatabaseWriteLock lock(cluster.db_path());
         std::this_thread::sleep_for(server_busy_timeout + 1000ms);
     }
-    const auto fault_ended = wall_ms();
-    load.finish(after_fault);
-    MESSAGE(load.summary());
-    expect_none(settle_and_check(cluster, load, {fault_ended, std::nullopt}), cluster.logs());
+    after_the_fault(cluster, load);
 }
 
 TEST_CASE("Redis restarted empty: the servers rebuild from SQLite before they sell again" *
@@ -214,11 +210,7 @@ TEST_CASE("Redis restarted empty: the servers rebuild from SQLite before they se
     std::string repairs;
     Findings findings = watch_repair(cluster.ports(), cluster.venue(), paid_seats, 8000ms, repairs);
     MESSAGE(paid_seats.size() << " seats paid before the loss\n" << repairs);
-    const auto fault_ended = wall_ms();
-    load.finish(after_fault);
-    MESSAGE(load.summary());
-    findings.merge(settle_and_check(cluster, load, {fault_ended, loss}));
-    expect_none(findings, cluster.logs());
+    after_the_fault(cluster, load, std::move(findings), loss);
 }
 
 TEST_CASE(
@@ -260,11 +252,7 @@ TEST_CASE(
     Findings findings =
         watch_rollback_repair(cluster.ports(), cluster.venue(), at_kill, 8000ms, repairs);
     MESSAGE(repairs);
-    const auto fault_ended = wall_ms();
-    load.finish(after_fault);
-    MESSAGE(load.summary());
-    findings.merge(settle_and_check(cluster, load, {fault_ended, loss}));
-    expect_none(findings, cluster.logs());
+    after_the_fault(cluster, load, std::move(findings), loss);
 }
 
 TEST_CASE(

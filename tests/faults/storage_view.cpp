@@ -8,7 +8,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "system/http_client.hpp"
+#include "support/http_client.hpp"
 
 namespace seatlock::testing::faults {
 namespace {

@@ -2,8 +2,8 @@
 // it differs from the blocking one: many calls share one pipelined connection (several
 // per server read), a connection killed under 200 calls in flight ends each of them once
 // and applies none twice, a lock wait is cancelled with its request in flight.
-#include "redis_admin.hpp"
-#include "test_setup.hpp"
+#include "support/redis_admin.hpp"
+#include "support/redis_setup.hpp"
 
 #include <seatlock/lock_manager.hpp>
 

@@ -2,8 +2,8 @@
 // share the backend's pipelined connection (RedisOptions::pipeline_blocking_calls): Redis
 // reads several of them at a time. One thread alone, or the option off, keeps a pooled
 // connection per call. Connections killed under such calls end each of them once.
-#include "redis_admin.hpp"
-#include "test_setup.hpp"
+#include "support/redis_admin.hpp"
+#include "support/redis_setup.hpp"
 
 #include <doctest/doctest.h>
 

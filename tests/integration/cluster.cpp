@@ -3,8 +3,8 @@
 // is refused before anything is sent, the function library loaded per primary, and a
 // live event's slot migrated between primaries (MOVED, ASK, TRYAGAIN) under callers.
 #include "conformance/async_api.hpp"
-#include "integration/redis_admin.hpp"
-#include "integration/test_setup.hpp"
+#include "support/redis_admin.hpp"
+#include "support/redis_setup.hpp"
 #include "support/redis_cluster.hpp"
 
 #include "cluster.hpp"
@@ -29,17 +29,10 @@ using seatlock::testing::no_limit;
 using seatlock::testing::RedisAdmin;
 using seatlock::testing::RedisCluster;
 
-RedisCluster& cluster() {
-    static RedisCluster c;
-    return c;
-}
+RedisCluster& cluster() { return seatlock::testing::shared<RedisCluster>(); }
 
 seatlock::RedisOptions cluster_options(const std::string& prefix) {
-    auto o = seatlock::RedisOptions::from_url(cluster().url()).value();
-    o.prefix = prefix;
-    o.connect_timeout = 500ms;
-    o.command_timeout = 10s;
-    return o;
+    return seatlock::testing::options_for(cluster().url(), prefix, 500ms, 10s);
 }
 
 seatlock::EventSpec event(const std::string& id, int seats = 40) {
@@ -142,7 +135,8 @@ TEST_CASE("ping learns the slot map and reaches every primary; no node reachable
     seatlock::RedisBackend backend(cluster_options("ping"));
     CHECK(backend.ping());
     auto nowhere = cluster_options("ping");
-    nowhere.cluster_nodes = {{"127.0.0.1", seatlock::testing::RedisServer::free_port()}};
+    const seatlock::testing::ClosedPort closed;  // refuses, and nobody else takes it
+    nowhere.cluster_nodes = {{"127.0.0.1", closed.port()}};
     seatlock::RedisBackend lost(nowhere);
     auto r = lost.ping();
     REQUIRE(!r);

@@ -9,8 +9,8 @@
 // WAIT, which the replica-acknowledged writes' tests cover. Here the calls paused on the
 // primary die with it: their outcome is unknown, and the callers' retries settle them.
 #include "conformance/async_api.hpp"
-#include "integration/redis_admin.hpp"
-#include "integration/test_setup.hpp"
+#include "support/redis_admin.hpp"
+#include "support/redis_setup.hpp"
 #include "support/redis_cluster.hpp"
 
 #include "cluster.hpp"
@@ -146,11 +146,7 @@ std::pair<std::string, Shard> event_on_a_replicated_shard(const std::string& pre
 }
 
 seatlock::RedisOptions cluster_options(const std::string& prefix) {
-    auto o = seatlock::RedisOptions::from_url(cluster().url()).value();
-    o.prefix = prefix;
-    o.connect_timeout = 500ms;
-    o.command_timeout = 2s;
-    return o;
+    return seatlock::testing::options_for(cluster().url(), prefix, 500ms, 2s);
 }
 
 seatlock::EventSpec event(const std::string& id, int seats) {

@@ -1,9 +1,9 @@
 // Expiry events are stored in Redis, not sent as keyspace notifications: holds that
 // expired while no consumer (and no other call) ran are all delivered by expired()
 // afterwards, to any process, until acknowledged.
-#include "redis_admin.hpp"
+#include "support/redis_admin.hpp"
 #include "support/redis_server.hpp"
-#include "test_setup.hpp"
+#include "support/redis_setup.hpp"
 
 #include <seatlock/backends/redis.hpp>
 #include <seatlock/seatlock.hpp>

@@ -2,10 +2,10 @@
 // killed connections, a server that stops and comes back, a server too slow to answer,
 // and credentials it refuses. Each fault ends in a clear error or in calls that keep
 // working, never in a hang or a crash.
-#include "fake_server.hpp"
-#include "redis_admin.hpp"
+#include "support/fake_server.hpp"
+#include "support/redis_admin.hpp"
 #include "support/redis_server.hpp"
-#include "test_setup.hpp"
+#include "support/redis_setup.hpp"
 
 #include <seatlock/backends/redis.hpp>
 #include <seatlock/seatlock.hpp>

@@ -49,8 +49,8 @@
 // Either way the test checks that the replica that took over really missed what the
 // primary sold during the cut (its event version and paid orders, read just before the
 // kill), so that it cannot pass without a rollback to detect.
-#include "integration/redis_admin.hpp"
-#include "integration/test_setup.hpp"
+#include "support/redis_admin.hpp"
+#include "support/redis_setup.hpp"
 #include "support/redis_cluster.hpp"
 #include "support/redis_sentinel.hpp"
 #include "support/redis_server.hpp"
@@ -935,10 +935,7 @@ TEST_CASE(
 
     Failover f;
     f.name = "Sentinel";
-    f.options = seatlock::RedisOptions::from_url(setup.url()).value();
-    f.options.prefix = prefix;
-    f.options.connect_timeout = 300ms;
-    f.options.command_timeout = 2s;
+    f.options = seatlock::testing::options_for(setup.url(), prefix, 300ms, 2s);
     f.event = "final";
     f.buyers = 50;
     f.link = link.get();
@@ -1009,10 +1006,7 @@ TEST_CASE(
 
     Failover f;
     f.name = "Cluster";
-    f.options = seatlock::RedisOptions::from_url(cluster.url()).value();
-    f.options.prefix = prefix;
-    f.options.connect_timeout = 500ms;
-    f.options.command_timeout = 2s;
+    f.options = seatlock::testing::options_for(cluster.url(), prefix, 500ms, 2s);
     f.event = event;
     f.buyers = 30;
     f.link = &link;

@@ -1,9 +1,9 @@
 // Lock releases that meet a broken Redis: connections killed while the release waits for
 // its reply, a server that is down and comes back. The keys are free again within a
 // second of Redis serving again, not when their 10 s lease ends.
-#include "redis_admin.hpp"
+#include "support/redis_admin.hpp"
 #include "support/redis_server.hpp"
-#include "test_setup.hpp"
+#include "support/redis_setup.hpp"
 
 #include <seatlock/backends/redis.hpp>
 #include <seatlock/seatlock.hpp>

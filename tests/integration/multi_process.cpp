@@ -2,7 +2,7 @@
 // through one redis-server (race_worker.cpp). Afterwards, from each process's log of
 // successes and from the server's final state: no seat was ever held or sold twice, and
 // no two lock holders were ever inside at once.
-#include "redis_admin.hpp"
+#include "support/redis_admin.hpp"
 #include "support/redis_server.hpp"
 
 #include <seatlock/backends/redis.hpp>

@@ -4,10 +4,10 @@
 // a pipeline destroyed with calls in flight. A fake peer adds a write it never takes and
 // a reply that is not RESP. Every call's callback runs exactly once.
 #include "pipeline.hpp"
-#include "fake_server.hpp"
-#include "redis_admin.hpp"
+#include "support/fake_server.hpp"
+#include "support/redis_admin.hpp"
 #include "support/redis_server.hpp"
-#include "test_setup.hpp"
+#include "support/redis_setup.hpp"
 
 #include <hiredis/hiredis.h>
 

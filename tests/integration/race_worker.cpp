@@ -14,7 +14,7 @@
 //   lock FENCE T_ACQUIRED T_RELEASING KEY...
 //   refused CODE
 // Exit status 0, or 1 after printing any unexpected failure.
-#include "redis_admin.hpp"
+#include "support/redis_admin.hpp"
 
 #include <seatlock/backends/redis.hpp>
 #include <seatlock/seatlock.hpp>

@@ -3,8 +3,8 @@
 // that does not acknowledge turns the answer into not_replicated, on both API paths and on
 // a Redis Cluster; and when the primary dies and its replica is promoted, sales answered
 // done without WAIT can be gone, while with WAIT every one answered done is still there.
-#include "integration/redis_admin.hpp"
-#include "integration/test_setup.hpp"
+#include "support/redis_admin.hpp"
+#include "support/redis_setup.hpp"
 #include "support/redis_cluster.hpp"
 #include "support/redis_server.hpp"
 

@@ -1,6 +1,6 @@
 // One command per operation (one round trip), watched with MONITOR once the scripts are
 // in the server's cache; and the readable key layout those commands write.
-#include "redis_admin.hpp"
+#include "support/redis_admin.hpp"
 #include "support/redis_server.hpp"
 
 #include <seatlock/backends/redis.hpp>

@@ -1,7 +1,7 @@
 // The library's functions, called directly through hiredis with malformed arguments, answer with
 // an error and change nothing: not even the sweep of an overdue hold runs, because every
 // argument is checked before the first write.
-#include "redis_admin.hpp"
+#include "support/redis_admin.hpp"
 #include "support/redis_server.hpp"
 
 #include <seatlock/backends/redis.hpp>

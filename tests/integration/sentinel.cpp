@@ -4,8 +4,8 @@
 // killed; SENTINEL FAILOVER) after which calls resume on the new primary and what reached
 // the replica before is still there.
 #include "conformance/async_api.hpp"
-#include "integration/redis_admin.hpp"
-#include "integration/test_setup.hpp"
+#include "support/redis_admin.hpp"
+#include "support/redis_setup.hpp"
 #include "support/redis_sentinel.hpp"
 
 #include "sentinel.hpp"
@@ -26,17 +26,10 @@ using namespace std::chrono_literals;
 using seatlock::testing::no_limit;
 using seatlock::testing::RedisSentinel;
 
-RedisSentinel& setup() {
-    static RedisSentinel s;
-    return s;
-}
+RedisSentinel& setup() { return seatlock::testing::shared<RedisSentinel>(); }
 
 seatlock::RedisOptions sentinel_options(const std::string& prefix) {
-    auto o = seatlock::RedisOptions::from_url(setup().url()).value();
-    o.prefix = prefix;
-    o.connect_timeout = 300ms;
-    o.command_timeout = 1s;
-    return o;
+    return seatlock::testing::options_for(setup().url(), prefix, 300ms, 1s);
 }
 
 seatlock::EventSpec event(const std::string& id) {
@@ -82,6 +75,15 @@ bool buy(Store& store, const std::string& id, const std::string& seat, const std
     auto order_made = until_done([&] { return store.confirm(hold->token, order); }, retries);
     if (!order_made) MESSAGE("confirm of " << seat << ": " << order_made.error().message());
     return static_cast<bool>(order_made);
+}
+
+// A-1 of "show" bought on the blocking API and A-2 on the asynchronous one, neither retried.
+void buy_on_both_apis(seatlock::SeatHoldStore<seatlock::RedisBackend>& store,
+                      seatlock::testing::AsyncStore<seatlock::RedisBackend>& async_store) {
+    int retries = 0;
+    CHECK(buy(store, "show", "A-1", "blocking", retries));
+    CHECK(buy(async_store, "show", "A-2", "async", retries));
+    CHECK(retries == 0);
 }
 
 // The seats of `id` sold as the node on `port` has them (read directly, not via Sentinel).
@@ -167,7 +169,8 @@ TEST_CASE("no primary found is connection_failed within discovery_timeout, sayin
     MESSAGE(r.error().detail);
 
     auto nowhere = sentinel_options("nowhere");
-    nowhere.sentinels = {{"127.0.0.1", seatlock::testing::RedisServer::free_port()}};
+    const seatlock::testing::ClosedPort closed;  // refuses, and nobody else takes it
+    nowhere.sentinels = {{"127.0.0.1", closed.port()}};
     nowhere.discovery_timeout = 300ms;
     seatlock::RedisBackend lost(nowhere);
     CHECK(lost.ping().is(seatlock::errc::connection_failed));
@@ -190,10 +193,7 @@ TEST_CASE("holds and confirms of both APIs go to the primary the sentinels name"
     seatlock::SeatHoldStore store(backend, no_limit());
     seatlock::testing::AsyncStore<seatlock::RedisBackend> async_store(backend, no_limit());
     store.create_event(event("show")).value();
-    int retries = 0;
-    CHECK(buy(store, "show", "A-1", "blocking", retries));
-    CHECK(buy(async_store, "show", "A-2", "async", retries));
-    CHECK(retries == 0);
+    buy_on_both_apis(store, async_store);
     CHECK(paid_at(setup().primary_port(), "named", "show") == 2);
 }
 
@@ -271,10 +271,7 @@ TEST_CASE("behind Sentinel, replicas_to_ack waits for the named primary's replic
     store.create_event(event("show")).value();
 
     // The replica acknowledges: done, on both APIs.
-    int retries = 0;
-    CHECK(buy(store, "show", "A-1", "blocking", retries));
-    CHECK(buy(async_store, "show", "A-2", "async", retries));
-    CHECK(retries == 0);
+    buy_on_both_apis(store, async_store);
 
     // Stopped for less than the sentinels' down-after-milliseconds (1 s): no failover, but
     // no acknowledgement either. The writes are applied on the primary and said so.

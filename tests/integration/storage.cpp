@@ -3,9 +3,9 @@
 // the timer that forgets an acknowledged expired hold, the hashes that remember released
 // holds, holds larger than the chunks the functions split commands and seat lists into,
 // and the functions' memo of key names.
-#include "redis_admin.hpp"
+#include "support/redis_admin.hpp"
 #include "support/redis_server.hpp"
-#include "test_setup.hpp"
+#include "support/redis_setup.hpp"
 
 #include <seatlock/backends/redis.hpp>
 #include <seatlock/seatlock.hpp>

@@ -3,8 +3,8 @@
 // threads), goes through the server's Unix domain socket, never TCP; a path nobody
 // listens on fails the call with connection_failed naming it; a restarted server is
 // reached again through the same path.
-#include "redis_admin.hpp"
-#include "test_setup.hpp"
+#include "support/redis_admin.hpp"
+#include "support/redis_setup.hpp"
 
 #include <seatlock/lock_manager.hpp>
 

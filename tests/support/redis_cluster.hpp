@@ -30,10 +30,11 @@ public:
         cli_ = find_cli();
         for (int i = 0; i < 2 * primaries; ++i) {
             // The cluster bus port is given explicitly: port + 10000, Redis's default, may
-            // be out of range or taken for the high ports free_port() returns. A replica
-            // synchronises at once, not after the default 5 s wait for more replicas.
+            // be out of range or taken for the high ports free_port() returns (a bus port
+            // taken at start makes RedisServer try other ports). A replica synchronises at
+            // once, not after the default 5 s wait for more replicas.
             nodes_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{
-                "--cluster-enabled", "yes", "--cluster-port", std::to_string(RedisServer::free_port()),
+                "--cluster-enabled", "yes", "--cluster-port", RedisServer::another_free_port,
                 "--cluster-config-file", "nodes.conf", "--cluster-node-timeout",
                 std::to_string(node_timeout.count()), "--repl-diskless-sync-delay", "0"}));
         }
@@ -94,12 +95,7 @@ public:
 
 private:
     static std::string find_cli() {
-        for (const char* candidate : {"/usr/bin/redis-cli", "/usr/local/bin/redis-cli"}) {
-            if (::access(candidate, X_OK) == 0) return candidate;
-        }
-        throw std::runtime_error(
-            "redis-cli not found: a private Redis Cluster needs it (Debian: apt-get install "
-            "redis-tools, or run ./dev test as root, which installs it)");
+        return redis_program("redis-cli", "a private Redis Cluster needs it", "redis-tools");
     }
 
     // Every node must know all the others and see all slots served before a test starts:

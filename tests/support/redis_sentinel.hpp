@@ -8,7 +8,7 @@
 // redis-server is an error that says how to install it.
 #pragma once
 
-#include "integration/redis_admin.hpp"
+#include "support/redis_admin.hpp"
 #include "support/redis_server.hpp"
 
 #include <chrono>

@@ -1,7 +1,7 @@
 // tests/system/bad_input_test.cpp: every kind of bad request gets a 4xx with a JSON
 // error, and changes nothing: the seats, the pending reservations and the orders are
 // the same before and after.
-#include "system_test.hpp"
+#include "support/system_test.hpp"
 
 using namespace seatlock::testing;
 

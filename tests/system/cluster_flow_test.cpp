@@ -4,7 +4,7 @@
 // the other sees and can finish (confirm, cancel, release), and the same seats asked of
 // both at once go to exactly one buyer.
 #include "support/redis_cluster.hpp"
-#include "system_test.hpp"
+#include "support/system_test.hpp"
 
 #include <algorithm>
 #include <latch>

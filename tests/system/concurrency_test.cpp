@@ -7,7 +7,7 @@
 #include <random>
 #include <thread>
 
-#include "system_test.hpp"
+#include "support/system_test.hpp"
 
 using namespace seatlock::testing;
 

@@ -9,7 +9,7 @@
 #include <seatlock/hold_store.hpp>
 
 #include "support/redis_server.hpp"
-#include "system_test.hpp"
+#include "support/system_test.hpp"
 
 using namespace seatlock::testing;
 using namespace std::chrono_literals;

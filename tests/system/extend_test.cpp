@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <ctime>
 
-#include "system_test.hpp"
+#include "support/system_test.hpp"
 
 using namespace seatlock::testing;
 

@@ -3,7 +3,7 @@
 // rows that follow each step. The first flow also runs on Redis through its Unix socket.
 #include <thread>
 
-#include "system_test.hpp"
+#include "support/system_test.hpp"
 
 using namespace seatlock::testing;
 

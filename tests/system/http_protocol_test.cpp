@@ -3,8 +3,8 @@
 // the Host header, and Expect. Requests are written byte by byte on a raw connection.
 #include <sstream>
 
-#include "raw_connection.hpp"
-#include "system_test.hpp"
+#include "support/raw_connection.hpp"
+#include "support/system_test.hpp"
 
 using namespace seatlock::testing;
 

@@ -4,7 +4,7 @@
 // -> 304) that let the page poll the seat map cheaply.
 #include <thread>
 
-#include "system_test.hpp"
+#include "support/system_test.hpp"
 
 using namespace seatlock::testing;
 

@@ -4,7 +4,7 @@
 
 #include <thread>
 
-#include "system_test.hpp"
+#include "support/system_test.hpp"
 
 using namespace seatlock::testing;
 using namespace std::chrono_literals;

@@ -7,9 +7,9 @@
 // from SQLite before anything is sold again.
 #include <csignal>
 
-#include "integration/redis_admin.hpp"
+#include "support/redis_admin.hpp"
 #include "support/redis_server.hpp"
-#include "system_test.hpp"
+#include "support/system_test.hpp"
 
 using namespace seatlock::testing;
 using namespace std::chrono_literals;

@@ -5,8 +5,8 @@
 #include <csignal>
 #include <thread>
 
-#include "raw_connection.hpp"
-#include "system_test.hpp"
+#include "support/raw_connection.hpp"
+#include "support/system_test.hpp"
 
 using namespace seatlock::testing;
 

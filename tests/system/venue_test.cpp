@@ -3,7 +3,7 @@
 // venue's events, even on a Redis that other servers fill with theirs.
 #include <set>
 
-#include "system_test.hpp"
+#include "support/system_test.hpp"
 
 #ifdef SEATLOCK_SYSTEM_TEST_REDIS
 #include <seatlock/backends/redis.hpp>

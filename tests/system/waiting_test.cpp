@@ -8,7 +8,7 @@
 #include <chrono>
 #include <thread>
 
-#include "system_test.hpp"
+#include "support/system_test.hpp"
 
 #ifdef SEATLOCK_SYSTEM_TEST_REDIS
 #include <seatlock/backends/redis.hpp>
@@ -80,6 +80,18 @@ Others send_others(const TicketingServer& server) {
     return out;
 }
 
+// The others, sent while a request waits for a lock (its `status` still 0): every one
+// answered, none slowly, and the request still waiting. Returns once it has waited wait_for.
+Others answered_meanwhile(const TicketingServer& server, const std::atomic<int>& status) {
+    const auto locked_at = Clock::now();
+    const Others meanwhile = send_others(server);
+    CHECK(meanwhile.answered == others);
+    CHECK(meanwhile.slowest < 500ms);
+    CHECK(status == 0);  // still waiting
+    std::this_thread::sleep_for(wait_for - (Clock::now() - locked_at));
+    return meanwhile;
+}
+
 std::string hold_bleacher(HttpClient& client, const std::string& buyer) {
     const auto held =
         client.post("/events/demo-game/holds", R"({"zone":"bleachers-left","quantity":1})", buyer);
@@ -107,12 +119,7 @@ TEST_CASE_TEMPLATE("a request waiting for the database does not hold up the othe
         status = reply.status;
     });
     std::this_thread::sleep_for(200ms);  // the hold reaches the database
-    const auto locked_at = Clock::now();
-    const Others meanwhile = send_others(server);
-    CHECK(meanwhile.answered == others);
-    CHECK(meanwhile.slowest < 500ms);
-    CHECK(status == 0);  // still waiting
-    std::this_thread::sleep_for(wait_for - (Clock::now() - locked_at));
+    const Others meanwhile = answered_meanwhile(server, status);
     lock.release();
     waiting.join();
     CHECK(status == 201);
@@ -143,12 +150,7 @@ TEST_CASE("a request waiting for a lock does not hold up the others") {
         status = reply.status;
     });
     std::this_thread::sleep_for(200ms);  // the extend is waiting for the lock
-    const auto locked_at = Clock::now();
-    const Others meanwhile = send_others(server);
-    CHECK(meanwhile.answered == others);
-    CHECK(meanwhile.slowest < 500ms);
-    CHECK(status == 0);  // still waiting
-    std::this_thread::sleep_for(wait_for - (Clock::now() - locked_at));
+    const Others meanwhile = answered_meanwhile(server, status);
     REQUIRE(row_lock->unlock());
     waiting.join();
     CHECK(status == 200);

@@ -1,4 +1,4 @@
-// tests/integration/redis_admin.hpp: a plain hiredis connection with which a test looks
+// tests/support/redis_admin.hpp: a plain hiredis connection with which a test looks
 // at, and interferes with, the server behind RedisBackend's back: MONITOR, key snapshots,
 // FUNCTION FLUSH, CLIENT KILL, DEBUG SLEEP, direct FCALLs.
 #pragma once

@@ -1,4 +1,4 @@
-// tests/system/ticketing_server.cpp: process control for TicketingServer.
+// tests/support/ticketing_server.cpp: process control for TicketingServer.
 #include "ticketing_server.hpp"
 
 #include <fcntl.h>

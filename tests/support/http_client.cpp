@@ -1,4 +1,4 @@
-// tests/system/http_client.cpp: HttpClient over Boost.Beast.
+// tests/support/http_client.cpp: HttpClient over Boost.Beast.
 #include "http_client.hpp"
 
 #include <strings.h>

@@ -1,4 +1,4 @@
-// tests/system/raw_connection.cpp: RawConnection over Boost.Beast, with Asio timeouts.
+// tests/support/raw_connection.cpp: RawConnection over Boost.Beast, with Asio timeouts.
 #include "raw_connection.hpp"
 
 #include <array>

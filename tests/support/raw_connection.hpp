@@ -1,4 +1,4 @@
-// tests/system/raw_connection.hpp: one TCP connection to the server driven byte by byte,
+// tests/support/raw_connection.hpp: one TCP connection to the server driven byte by byte,
 // for what HttpClient cannot send: malformed or unusual framing, half a request, a body
 // held back until "100 Continue". Replies are read with Beast's parser, one at a time.
 #pragma once

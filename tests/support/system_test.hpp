@@ -1,9 +1,9 @@
-// tests/system/system_test.hpp: what the system tests share: the storages a server can
+// tests/support/system_test.hpp: what the system tests share: the storages a server can
 // run on (memory, and Redis when the Redis backend is built: a private redis-server per
 // test) and small readers of the server's JSON.
 #pragma once
 
-#include "ticketing_server.hpp"
+#include "support/ticketing_server.hpp"
 
 #ifdef SEATLOCK_SYSTEM_TEST_REDIS
 #include "support/redis_server.hpp"
@@ -76,14 +76,20 @@ inline std::vector<std::string> strings(const boost::json::value& array) {
     return out;
 }
 
+/// One named zone of GET /events/<event>/seats; throws when the server does not answer it.
+inline boost::json::object zone_of(HttpClient& client, const std::string& event,
+                                   const std::string& zone) {
+    const auto reply = client.get("/events/" + event + "/seats?zone=" + zone);
+    if (reply.status != 200) throw std::runtime_error("GET seats answered " + reply.body);
+    return reply.json().at("zones").as_array().at(0).as_object();
+}
+
 /// seat id -> "free" / "held" / "paid", for one named zone.
 inline std::map<std::string, std::string> seat_states(HttpClient& client, const std::string& event,
                                                       const std::string& zone) {
-    const auto reply = client.get("/events/" + event + "/seats?zone=" + zone);
-    if (reply.status != 200) throw std::runtime_error("GET seats answered " + reply.body);
-    const auto json = reply.json();
+    const auto z = zone_of(client, event, zone);
     std::map<std::string, std::string> states;
-    for (const auto& seat : json.at("zones").as_array().at(0).at("seats").as_array()) {
+    for (const auto& seat : z.at("seats").as_array()) {
         states[std::string(seat.at("id").as_string())] = std::string(seat.at("state").as_string());
     }
     return states;
@@ -92,10 +98,7 @@ inline std::map<std::string, std::string> seat_states(HttpClient& client, const 
 /// The counts of a zone: {"capacity", "free", "held", "paid"} -> n.
 inline std::map<std::string, std::int64_t> zone_counts(HttpClient& client, const std::string& event,
                                                        const std::string& zone) {
-    const auto reply = client.get("/events/" + event + "/seats?zone=" + zone);
-    if (reply.status != 200) throw std::runtime_error("GET seats answered " + reply.body);
-    const auto json = reply.json();
-    const auto& z = json.at("zones").as_array().at(0).as_object();
+    const auto z = zone_of(client, event, zone);
     std::map<std::string, std::int64_t> counts;
     for (const char* key : {"capacity", "free", "held", "paid"})
         counts[key] = z.at(key).to_number<std::int64_t>();

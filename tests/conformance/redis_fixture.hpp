@@ -1,0 +1,38 @@
+// tests/conformance/redis_fixture.hpp: what the conformance fixtures on real Redis servers
+// (conformance_redis.cpp, conformance_redis_cluster.cpp) share.
+#pragma once
+
+#include <seatlock/backends/redis.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+namespace seatlock::testing {
+
+/// A RedisBackend with a key prefix of its own, so every test starts from empty storage.
+/// The servers run on this machine: their TIME is this wall clock, and time passes for real.
+struct RedisFixtureBase {
+    using backend_type = RedisBackend;
+    static constexpr bool manual_clock = false;
+
+    /// A backend on `servers`, with the next prefix of this program.
+    explicit RedisFixtureBase(RedisOptions servers) : backend_(with_own_prefix(std::move(servers))) {}
+
+    RedisBackend& backend() { return backend_; }
+    void advance(Millis d) { std::this_thread::sleep_for(d); }
+    WallTime now() const { return std::chrono::system_clock::now(); }
+
+protected:
+    static RedisOptions with_own_prefix(RedisOptions o) {
+        static std::atomic<int> fixtures{0};
+        o.prefix = "conformance-" + std::to_string(++fixtures);
+        o.command_timeout = std::chrono::seconds(10);  // sanitizer builds on busy machines are slow
+        return o;
+    }
+
+    RedisBackend backend_;
+};
+
+}  // namespace seatlock::testing
