@@ -10,6 +10,7 @@
 #include "pipeline.hpp"
 
 #include <hiredis/hiredis.h>
+#include <sys/socket.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/generic/stream_protocol.hpp>
@@ -23,6 +24,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <deque>
@@ -158,7 +160,12 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
         std::string out;  // the write in flight: every request queued when it started
         std::array<char, read_buffer_size> in{};
         bool writing = false;
+        // A read is pending, or the replies it brought are still being handed. Only while
+        // requests are written and unanswered: an idle connection has no operation pending,
+        // so it is no work for the executor's io_context (io_context::run() can return).
+        bool reading = false;
         bool timer_armed = false;
+        unsigned timer_turn = 0;  // bumped when the wait is cancelled: its handler then ignores it
         bool answered = false;  // a reply came: the server is really there
         bool handing = false;   // replies read are left for hand_replies' next turn
     };
@@ -182,8 +189,9 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
     // may no longer run) to do it on the strand. The strand still orders the handlers,
     // so this lock is almost never contended.
     std::mutex mutex;
-    // Set once, by the destructor, holding both mutexes; read under either.
+    // Set once, by the destructor or close(), holding both mutexes; read under either.
     bool closed = false;
+    bool closed_by_close = false;  // close() came first: later requests are connection_failed
 
     // Requests from callers' threads, picked up by the strand.
     std::mutex inbox_mutex;
@@ -223,15 +231,17 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
                 return;
             }
         }
-        // Only a callback of this pipeline can get here, calling it while it is destroyed.
+        // After close(), or a callback of this pipeline calling it while it is destroyed.
         complete(r, not_sent(r));
     }
 
-    // The destructor's work: fail everything pending, now.
-    void shut_down() {
+    // The work of the destructor (`by_close` false) and of close(): fail everything
+    // pending, now. The first of them decides how later requests fail.
+    void shut_down(bool by_close) {
         std::vector<Request> arrived;
         {
             std::lock_guard lock(inbox_mutex);
+            if (!closed) closed_by_close = by_close;
             closed = true;
             arrived.swap(inbox);
         }
@@ -242,9 +252,10 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
             Request r = pop(sent);
             if (r.kind == Kind::command || r.kind == Kind::fcall) {
                 complete(r, Failure(errc::outcome_unknown,
-                                    r.named() + " was sent to Redis at " + where +
-                                        " but the pipeline was closed before the reply: it "
-                                        "may or may not have been applied"));
+                                    r.named() + " was sent to Redis at " + where + " but the " +
+                                        (closed_by_close ? "backend" : "pipeline") +
+                                        " was closed before the reply: it may or may not have "
+                                        "been applied"));
             }
         }
         while (!load_waiters.empty()) {
@@ -277,7 +288,17 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
                 start_connect();
                 return;
             case Phase::up:
-                if (!link->writing) write(queued);
+                if (link->writing) return;
+                // An idle connection has no read pending: one the server closed meanwhile
+                // (restart, CLIENT KILL, idle timeout) is noticed here, before a request is
+                // written to it and lost with it.
+                if (!link->reading) {
+                    if (const char* why = closed_by_peer(*link)) {
+                        lost(why, false);
+                        return;
+                    }
+                }
+                write(queued);
                 return;
             case Phase::waiting:
             case Phase::connecting:
@@ -373,7 +394,6 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
         link->reader.reset(redisReaderCreate());
         if (!link->reader) throw std::bad_alloc();
         link->reader->maxbuf = reader_max_idle;
-        read(link);
         std::deque<Request> handshake = handshake_requests();
         if (handshake.empty()) {
             phase = Phase::up;
@@ -435,6 +455,7 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
         ++writes;
         l->writing = true;
         arm_reply_timer();
+        if (!l->reading) read(l);
         asio::async_write(l->socket, asio::buffer(l->out),
                           [self = shared_from_this(), l](error_code ec, std::size_t) {
                               std::lock_guard guard(self->mutex);
@@ -455,9 +476,10 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
         if (link->timer_armed || sent.empty()) return;
         link->timer_armed = true;
         link->reply_timer.expires_at(sent.front().deadline);
-        link->reply_timer.async_wait([self = shared_from_this(), l = link](error_code) {
+        link->reply_timer.async_wait([self = shared_from_this(), l = link,
+                                      turn = link->timer_turn](error_code) {
             std::lock_guard guard(self->mutex);
-            if (!self->current(l)) return;
+            if (!self->current(l) || l->timer_turn != turn) return;
             l->timer_armed = false;
             self->reply_timer_fired();
         });
@@ -483,7 +505,27 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
         lost("", true);
     }
 
+    // Nothing written waits for a reply: the timer no longer waits either.
+    void disarm_reply_timer() {
+        if (!link->timer_armed) return;
+        link->timer_armed = false;
+        ++link->timer_turn;
+        link->reply_timer.cancel();
+    }
+
+    // Why an idle connection cannot carry a request (the server closed it, or sent bytes
+    // nobody asked for, which leaves the stream out of step); null when it can.
+    static const char* closed_by_peer(Link& l) {
+        char byte = 0;
+        const ssize_t n = ::recv(l.socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n == 0) return "the server closed the connection";
+        if (n > 0) return "Redis sent a reply nobody asked for";
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return nullptr;
+        return "the connection broke while it was idle";
+    }
+
     void read(const std::shared_ptr<Link>& l) {
+        l->reading = true;
         l->socket.async_read_some(asio::buffer(l->in),
                                   [self = shared_from_this(), l](error_code ec, std::size_t n) {
                                       std::lock_guard guard(self->mutex);
@@ -529,8 +571,13 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
             lost(ec == asio::error::eof ? "the server closed the connection" : ec.message(), false);
             return;
         }
-        read(l);
+        if (sent.empty()) {
+            l->reading = false;  // idle: pump() reads again when it writes
+        } else {
+            read(l);
+        }
         pump();
+        if (current(l) && sent.empty()) disarm_reply_timer();
     }
 
     enum class Handed { all, more, ended };
@@ -723,7 +770,12 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
 
     // ---------------------------------------------------------------------------------
 
+    // A request failed by shut_down, or made after it.
     Failure not_sent(const Request& r) const {
+        if (closed_by_close) {
+            return Failure(errc::connection_failed, r.named() + " was not sent to Redis at " + where +
+                                                        ": the backend was closed");
+        }
         return Failure(errc::io_error,
                        r.named() + " was not sent to Redis at " + where + ": the pipeline was closed");
     }
@@ -744,14 +796,18 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
 Pipeline::Pipeline(asio::any_io_executor executor, RedisOptions options)
     : state_(std::make_shared<State>(std::move(executor), std::move(options))) {}
 
-Pipeline::~Pipeline() {
+Pipeline::~Pipeline() { close_as(false); }
+
+void Pipeline::close() { close_as(true); }
+
+void Pipeline::close_as(bool by_close) {
     // Inside one of this pipeline's callbacks the running handler already holds the mutex.
     if (state_->strand.running_in_this_thread()) {
-        state_->shut_down();
+        state_->shut_down(by_close);
         return;
     }
     std::lock_guard lock(state_->mutex);
-    state_->shut_down();
+    state_->shut_down(by_close);
 }
 
 void Pipeline::exec(std::vector<std::string> argv, Callback done, bool asking) {

@@ -1118,4 +1118,6 @@ void RedisBackend::async_run(const op::ack_expired& o, detail::Completion<void> 
     impl_->start_ack(std::move(groups), 0, shared(std::move(done)));
 }
 
+void RedisBackend::close() { impl_->driver.close(); }
+
 }  // namespace seatlock
