@@ -26,6 +26,7 @@
 #pragma once
 
 #include "connection_pool.hpp"
+#include "resp_writer.hpp"
 #include "seatlock_redis_scripts.hpp"
 
 #include <seatlock/backends/redis.hpp>
@@ -41,9 +42,6 @@
 #include <vector>
 
 namespace seatlock::redis_detail {
-
-/// A command in RESP, byte for byte what hiredis's redisFormatCommandArgv writes.
-std::string format_command(std::span<const std::string_view> argv);
 
 class Pipeline {
 public:

@@ -4,29 +4,27 @@
 // RedisBackend::close() ends calls in flight with the documented errors and refuses later
 // ones at once. Each run is watched: a run() that does not return in time is stopped and
 // fails the test instead of hanging it.
-#include "redis_admin.hpp"
-#include "test_setup.hpp"
+#include <doctest/doctest.h>
 
-#include <seatlock/lock_manager.hpp>
-
+#include <atomic>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
-
-#include <doctest/doctest.h>
-
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <future>
 #include <mutex>
 #include <optional>
+#include <seatlock/lock_manager.hpp>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "redis_admin.hpp"
+#include "test_setup.hpp"
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -81,7 +79,8 @@ struct Counts {
 };
 
 // try_lock_all of three keys, then unlock, until `until` (the issue's program).
-asio::awaitable<void> lock_pairs(Locks& locks, int caller, Clock::time_point until, Counts& counts) {
+asio::awaitable<void> lock_pairs(Locks& locks, int caller, Clock::time_point until,
+                                 Counts& counts) {
     const std::string k = "game1:C" + std::to_string(caller) + "-";
     const std::vector<std::string> keys{k + "1", k + "2", k + "3"};
     while (Clock::now() < until) {
@@ -96,7 +95,8 @@ asio::awaitable<void> lock_pairs(Locks& locks, int caller, Clock::time_point unt
 }
 
 // hold one general-admission place, then release it, until `until`.
-asio::awaitable<void> hold_pairs(Store& store, int caller, Clock::time_point until, Counts& counts) {
+asio::awaitable<void> hold_pairs(Store& store, int caller, Clock::time_point until,
+                                 Counts& counts) {
     const std::string holder = "buyer-" + std::to_string(caller);
     const auto request = seatlock::quantity("ga", 1);
     while (Clock::now() < until) {
@@ -116,14 +116,16 @@ seatlock::EventSpec ga_event() {
 
 }  // namespace
 
-TEST_CASE("io.run() returns once 64 coroutines' lock pairs are done: the idle connection is no work") {
+TEST_CASE(
+    "io.run() returns once 64 coroutines' lock pairs are done: the idle connection is no work") {
     RedisServer server;
     asio::io_context io;
     seatlock::RedisBackend backend(options_for(server), io.get_executor());
     Locks locks(backend);
     Counts counts;
     const auto until = Clock::now() + 500ms;
-    for (int c = 0; c < 64; ++c) asio::co_spawn(io, lock_pairs(locks, c, until, counts), asio::detached);
+    for (int c = 0; c < 64; ++c)
+        asio::co_spawn(io, lock_pairs(locks, c, until, counts), asio::detached);
 
     const auto run = run_watched(io, 500ms + patience);
     CHECK(run.returned);
@@ -148,7 +150,8 @@ TEST_CASE("io.run() returns once 64 coroutines' async holds and releases are don
     store.create_event(ga_event()).value();
     Counts counts;
     const auto until = Clock::now() + 500ms;
-    for (int c = 0; c < 64; ++c) asio::co_spawn(io, hold_pairs(store, c, until, counts), asio::detached);
+    for (int c = 0; c < 64; ++c)
+        asio::co_spawn(io, hold_pairs(store, c, until, counts), asio::detached);
 
     const auto run = run_watched(io, 500ms + patience);
     CHECK(run.returned);
@@ -270,7 +273,8 @@ TEST_CASE("close() ends calls in flight with the documented errors; later calls 
     std::optional<Result<seatlock::Hold>> later;
     io.restart();
     store.async_hold("game1", "late", seatlock::quantity("ga", 1),
-                     asio::bind_executor(io, [&later](Result<seatlock::Hold> h) { later.emplace(std::move(h)); }));
+                     asio::bind_executor(
+                         io, [&later](Result<seatlock::Hold> h) { later.emplace(std::move(h)); }));
     CHECK(run_watched(io, patience).returned);
     REQUIRE(later.has_value());
     CHECK(later->is(errc::connection_failed));
@@ -301,12 +305,15 @@ TEST_CASE("without an executor: close() ends calls in flight and the destructor 
     auto lost = pending->get();
     CHECK((lost.is(errc::outcome_unknown) || lost.is(errc::connection_failed)));
     CHECK(lost.error().detail.find("the backend was closed") != std::string::npos);
-    CHECK(store.async_seats("game1", std::nullopt, asio::use_future).get().is(errc::connection_failed));
+    CHECK(store.async_seats("game1", std::nullopt, asio::use_future)
+              .get()
+              .is(errc::connection_failed));
     auto destroyed = std::async(std::launch::async, [&backend] { backend.reset(); });
     CHECK(destroyed.wait_for(patience) == std::future_status::ready);
 }
 
-TEST_CASE("an idle connection the server closed is noticed before the next call: no outcome_unknown") {
+TEST_CASE(
+    "an idle connection the server closed is noticed before the next call: no outcome_unknown") {
     RedisServer server;
     RedisAdmin admin(server.port());
     asio::io_context io;
@@ -319,7 +326,9 @@ TEST_CASE("an idle connection the server closed is noticed before the next call:
         CAPTURE(round);
         std::optional<Result<seatlock::Hold>> held;
         store.async_hold("game1", "buyer", seatlock::quantity("ga", 1),
-                         asio::bind_executor(io, [&held](Result<seatlock::Hold> h) { held.emplace(std::move(h)); }));
+                         asio::bind_executor(io, [&held](Result<seatlock::Hold> h) {
+                             held.emplace(std::move(h));
+                         }));
         CHECK(run_watched(io, patience).returned);
         io.restart();
         REQUIRE(held.has_value());
