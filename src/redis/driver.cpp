@@ -207,6 +207,10 @@ void Driver::start_io() {
 // known), and `done` learns to have the primary found again when its answer is a sign
 // of a failover. Null when there is none: `done` was then told why.
 Pipeline* Driver::pipeline(Pipeline::Callback& done) {
+    if (closed_.load(std::memory_order_acquire)) {
+        done(closed_failure("the call"));
+        return nullptr;
+    }
     start_io();
     if (!sentinel_) {
         // The pipelines to choose from: all, or, for a caller on one of several
@@ -254,7 +258,7 @@ Pipeline* Driver::pipeline(Pipeline::Callback& done) {
 // destroyed.
 std::shared_ptr<Pipeline> Driver::pipeline_at(const std::string& host, int port) {
     std::lock_guard lock(primary_pipelines_mutex_);
-    if (closing_) return nullptr;
+    if (closing_ || closed_.load(std::memory_order_relaxed)) return nullptr;
     auto& p = primary_pipelines_[host + ":" + std::to_string(port)];
     if (!p) {
         RedisOptions o = options_;
@@ -267,6 +271,7 @@ std::shared_ptr<Pipeline> Driver::pipeline_at(const std::string& host, int port)
 
 void Driver::route(std::span<const std::string> keys, std::string what, Send send,
                    Pipeline::Callback done) {
+    if (closed_.load(std::memory_order_acquire)) return done(closed_failure(what));
     auto slot = common_slot(keys);
     if (!slot) return done(std::move(slot).error());
     start_io();
@@ -284,6 +289,8 @@ void Driver::send_on_cluster(std::shared_ptr<ClusterCall> call) {
     auto next = call->route.next();
     if (!next) return call->done(call->route.failure());
     auto p = pipeline_at(next->host, next->port);
+    if (!p && closed_.load(std::memory_order_acquire))
+        return call->done(closed_failure(call->route.failure().detail));
     if (!p) {
         return call->done(
             Failure(errc::io_error,
@@ -310,6 +317,7 @@ void Driver::send_on_cluster(std::shared_ptr<ClusterCall> call) {
 // Sends `attempt` to the one server, or to the Cluster node serving `keys`.
 Result<ReplyPtr> Driver::dispatch(std::span<const std::string> keys, std::string_view what,
                                   const ClusterRouter::Attempt& attempt) {
+    if (closed_.load(std::memory_order_acquire)) return closed_failure(what);
     if (cluster_) {
         auto slot = common_slot(keys);
         if (!slot) return std::move(slot).error();
@@ -429,6 +437,27 @@ void Driver::async_command(std::vector<std::string> argv, Pipeline::Callback don
     if (auto* p = pipeline(answer)) p->exec(std::move(argv), std::move(answer));
 }
 
+void Driver::close() {
+    // The pipelines exist from here on (start_io makes them once, whoever comes first), so
+    // that a call racing with close() finds them, closed.
+    start_io();
+    std::vector<std::shared_ptr<Pipeline>> primaries;
+    {
+        std::lock_guard lock(primary_pipelines_mutex_);
+        if (closed_.exchange(true, std::memory_order_acq_rel)) return;
+        for (const auto& entry : primary_pipelines_) primaries.push_back(entry.second);
+    }
+    // Outside the lock: what a pipeline fails may be routed again (a cluster's call), which
+    // takes it; it then finds the driver closed.
+    for (const auto& p : pipelines_) p->close();
+    for (const auto& p : primaries) p->close();
+}
+
+Failure Driver::closed_failure(std::string_view what) const {
+    return Failure(errc::connection_failed,
+                   std::string(what) + " was not sent to Redis: the backend was closed");
+}
+
 Result<void> Driver::ping() {
     const std::vector<std::string_view> argv{"PING"};
     auto pong = [&](ConnectionPool::Lease& lease, bool) -> Result<ReplyPtr> {
@@ -441,6 +470,7 @@ Result<void> Driver::ping() {
         }
         return reply;
     };
+    if (closed_.load(std::memory_order_acquire)) return closed_failure("Redis PING");
     if (cluster_) return cluster_->on_every_primary("Redis PING", pong);
     auto reply = mapped(dispatch({}, "Redis PING", pong), "Redis PING");
     if (!reply) return std::move(reply).error();

@@ -85,6 +85,12 @@ public:
     /// PING on the server, or on every primary of a cluster.
     Result<void> ping();
 
+    /// Closes the pipelined connections and fails what is pending on them (sent:
+    /// outcome_unknown; not sent: connection_failed); every later call, blocking or
+    /// asynchronous, fails at once with connection_failed. Idempotent, safe from any
+    /// thread. Blocking calls already under way end as they would have.
+    void close();
+
 private:
     struct ClusterCall;
     using Send = std::function<void(Pipeline&, bool asking, Pipeline::Callback)>;
@@ -98,6 +104,7 @@ private:
     Result<ReplyPtr> dispatch(std::span<const std::string> keys, std::string_view what,
                               const ClusterRouter::Attempt& attempt);
     std::vector<std::string> wait_argv(const redis_scripts::Script& script) const;
+    [[nodiscard]] Failure closed_failure(std::string_view what) const;
     Result<ReplyPtr> fcall_on_pipelines(const redis_scripts::Script& script,
                                         const std::vector<std::string>& keys,
                                         const std::vector<std::string>& args, Acks& acks);
@@ -124,6 +131,7 @@ private:
     std::mutex primary_pipelines_mutex_;  // guards what follows
     std::map<std::string, std::shared_ptr<Pipeline>> primary_pipelines_;
     bool closing_ = false;
+    std::atomic<bool> closed_{false};  // close() was called
 
     // Blocking calls in flight, on either path.
     std::atomic<int> blocking_in_flight_{0};

@@ -16,10 +16,17 @@
 //     send again;
 //   - connection_failed / auth_failed: no connection could be made or the server refused
 //     the credentials; nothing ran;
-//   - io_error: the pipeline was destroyed before the request was written; nothing ran.
+//   - io_error: the pipeline was destroyed before the request was written; nothing ran;
+//   - connection_failed also once close() was called, for a request it found unwritten and
+//     for every later one (at once, on the caller's thread); nothing ran.
+//
+// An idle connection (nothing written and unanswered, nothing queued) has no operation
+// pending on the executor: it does not keep an io_context::run() from returning. A
+// request in flight does (its write, its read, its reply timer, its connect).
 #pragma once
 
 #include "connection_pool.hpp"
+#include "resp_writer.hpp"
 #include "seatlock_redis_scripts.hpp"
 
 #include <seatlock/backends/redis.hpp>
@@ -35,9 +42,6 @@
 #include <vector>
 
 namespace seatlock::redis_detail {
-
-/// A command in RESP, byte for byte what hiredis's redisFormatCommandArgv writes.
-std::string format_command(std::span<const std::string_view> argv);
 
 class Pipeline {
 public:
@@ -56,6 +60,12 @@ public:
     /// runs.
     ~Pipeline();
     Pipeline(const Pipeline&) = delete;
+
+    /// Closes the connection and fails what is pending now, as the destructor does, but
+    /// unwritten requests with connection_failed ("the backend was closed"); every later
+    /// request fails the same way at once. Idempotent, safe from any thread, including
+    /// from inside a callback; the pipeline stays usable as an object (stats(), exec()).
+    void close();
     Pipeline& operator=(const Pipeline&) = delete;
 
     /// Sends one command (argv[0] is its name). Thread-safe. Throws seatlock::Error
@@ -84,6 +94,8 @@ public:
     [[nodiscard]] Stats stats() const;
 
 private:
+    void close_as(bool by_close);
+
     struct State;
     std::shared_ptr<State> state_;  // shared with the I/O handlers still pending
 };

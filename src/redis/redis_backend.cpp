@@ -161,4 +161,8 @@ Result<void> RedisBackend::ping() {
     return impl_->driver.ping();
 }
 
+void RedisBackend::close() {
+    impl_->driver.close();
+}
+
 }  // namespace seatlock

@@ -32,7 +32,9 @@
 // through async_run instead: the same function calls, sent on `async_connections`
 // pipelined connections driven by one I/O thread of the backend's own (started by the
 // first asynchronous call). Their replies are read there and handed to each caller's
-// executor; no caller's thread waits.
+// executor; no caller's thread waits. An idle pipelined connection (no call in flight) keeps no operation
+// pending, so on a caller's io_context (the executor constructors) it does not keep
+// io_context::run() from returning once the last call has completed.
 #pragma once
 
 #include <seatlock/backend.hpp>
@@ -180,6 +182,17 @@ public:
     /// refuses the credentials. On a cluster: learns the slot map and PINGs every primary.
     Result<void> ping();
     [[nodiscard]] const RedisOptions& options() const noexcept;
+
+    /// Ends the backend's use of Redis: closes its pipelined connections and fails every
+    /// asynchronous call still pending on them, at once: a call already sent with
+    /// outcome_unknown (it may have run), any other with connection_failed ("the backend
+    /// was closed": not applied). From then on every call, blocking or asynchronous, fails
+    /// at once with connection_failed. Blocking calls already under way end as they would
+    /// have. Idempotent; safe from any thread, including a completion handler. Not needed
+    /// for io_context::run() to return (an idle connection is no work for it); for a
+    /// service that stops while calls may still be in flight. The destructor still ends
+    /// what is left.
+    void close();
 
     /// Runs one operation (seatlock/operations.hpp says what each does): one Redis
     /// function call, or for a few operations a short chain of commands (an event and its
