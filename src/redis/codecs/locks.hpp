@@ -40,6 +40,17 @@ inline std::vector<std::string> lock_keys(const Context& c, std::span<const std:
     return out;
 }
 
+// release_locks and extend_locks, on keys the owner holds: true at once for no key, else
+// one call answering 1 or 0.
+template <typename Exec, typename Done>
+void owned_call(Exec exec, std::span<const std::string> ks, const Script& script,
+                std::vector<std::string> args, Done done) {
+    if (ks.empty()) return done(true);
+    if (auto ok = one_group(exec.context(), ks); !ok) return done(std::move(ok).error());
+    exec.call(make_call<bool>(script, lock_keys(exec.context(), ks), std::move(args), flag(script)),
+              std::move(done));
+}
+
 }  // namespace lock_codec
 
 template <>
@@ -93,15 +104,11 @@ template <>
 struct Codec<op::release_locks> {
     template <typename Exec, typename Done>
     static void run(Exec exec, const op::release_locks& o, Done done) {
-        if (o.keys.empty()) return done(true);
-        if (auto ok = lock_codec::one_group(exec.context(), o.keys); !ok)
-            return done(std::move(ok).error());
         using A = redis_scripts::args::lock_release;
         auto args = arguments<A>();
         args[A::owner] = o.owner;
-        exec.call(make_call<bool>(redis_scripts::lock_release, lock_codec::lock_keys(exec.context(), o.keys),
-                                  std::move(args), flag(redis_scripts::lock_release)),
-                  std::move(done));
+        lock_codec::owned_call(std::move(exec), o.keys, redis_scripts::lock_release, std::move(args),
+                               std::move(done));
     }
 };
 
@@ -109,17 +116,12 @@ template <>
 struct Codec<op::extend_locks> {
     template <typename Exec, typename Done>
     static void run(Exec exec, const op::extend_locks& o, Done done) {
-        if (o.keys.empty()) return done(true);
-        if (auto ok = lock_codec::one_group(exec.context(), o.keys); !ok)
-            return done(std::move(ok).error());
         using A = redis_scripts::args::lock_extend;
         auto args = arguments<A>();
         args[A::owner] = o.owner;
         args[A::lease] = ms(std::max(o.lease, Millis(1)));
-        exec.call(make_call<bool>(redis_scripts::lock_extend, lock_codec::lock_keys(exec.context(), o.keys),
-                                  std::move(args),
-                                  flag(redis_scripts::lock_extend)),
-                  std::move(done));
+        lock_codec::owned_call(std::move(exec), o.keys, redis_scripts::lock_extend, std::move(args),
+                               std::move(done));
     }
 };
 
