@@ -8,7 +8,7 @@
 // that are already checked. Time (lease and hold expiry) is the backend's own clock, never
 // the caller's.
 //
-//     static_assert(seatlock::Backend<MyBackend>);   // names the first operation it misses
+//     static_assert(seatlock::Backend<MyBackend>);   // fails while one operation is missing
 #pragma once
 
 #include <seatlock/operations.hpp>
