@@ -5,7 +5,7 @@
 #
 #   benchmarks/lua/function_cost.sh [options] [VERSION...]
 #
-# A VERSION is a directory of .lua files (common.lua + one file per operation) or a git
+# A VERSION is a directory of .lua files (common*.lua + one file per operation) or a git
 # revision whose src/redis/lua is used; the default is the working tree and HEAD. Each is
 # made into a function library by src/redis/embed_lua.cmake (a revision's by its own), as
 # the build does, and all
@@ -90,7 +90,7 @@ library_of() {
     git -C "$repo" show "$version:cmake/write_if_changed.cmake" > "$dir/tree/cmake/write_if_changed.cmake"
   fi
   local ops
-  ops=$(cd "$dir/lua" && ls *.lua | grep -v '^common.lua$' | sed 's/\.lua$//' | paste -sd, -)
+  ops=$(cd "$dir/lua" && ls *.lua | grep -v '^common[a-z_]*\.lua$' | sed 's/\.lua$//' | paste -sd, -)
   cmake -DLUA_DIR="$dir/lua" -DOPERATIONS="$ops" -DOUTPUT="$dir/library.hpp" -P "$embed"
   # The library text is the raw string between R"seatlock_lua( and )seatlock_lua".
   awk '/library = R"seatlock_lua\(/ { on = 1; sub(/.*R"seatlock_lua\(/, "") }
