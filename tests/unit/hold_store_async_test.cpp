@@ -51,7 +51,9 @@ using Store = seatlock::SeatHoldStore<seatlock::FakeBackend>;
 
 // The status of named seat `seat` of zone lower, as the blocking API reads it.
 seatlock::SeatState state_of(Store& store, const std::string& seat) {
-    for (const auto& s : store.seats("game1", std::string("lower")).value().at(0).seats) {
+    // A named copy: a range-for over a member of the temporary Result would dangle.
+    const auto zones = store.seats("game1", std::string("lower")).value();
+    for (const auto& s : zones.at(0).seats) {
         if (s.id == seat) return s.state;
     }
     FAIL("no seat " << seat);
