@@ -30,6 +30,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -80,7 +81,9 @@ public:
     BasicGuard& operator=(const BasicGuard&) = delete;
     /// Releases the keys. A guard acquired asynchronously never blocks here: its release
     /// and retries run on its executor's timers; the others retry in the calling thread
-    /// for release_retry_inline at most (see the class comment).
+    /// for release_retry_inline at most (see the class comment). So does a guard whose
+    /// acquisition's handler had no executor of its own (asio::use_future, a callback with
+    /// no executor bound): it has nothing else to run them on.
     ~BasicGuard() { release_in_destructor(); }
 
     /// True while this guard believes it holds its keys: not unlocked, not reported lost,
@@ -140,7 +143,11 @@ public:
 
     /// unlock(), asynchronously: completes with void(Result<void>) and the same answers;
     /// retries run on timers of the handler's executor, in the background once
-    /// release_retry_inline is spent. The token is boost::asio::deferred when none is given.
+    /// release_retry_inline is spent. A handler without an executor of its own
+    /// (asio::use_future, a callback with no executor bound) has its retries run on Asio's
+    /// system executor until then, and the manager's background thread goes on after: none
+    /// is left on the system executor once it completes. The token is
+    /// boost::asio::deferred when none is given.
     template <typename Token = boost::asio::deferred_t>
     auto async_unlock(Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(Result<void>)>(
@@ -150,8 +157,13 @@ public:
                 if (!backend_) return (*done)(Result<void>(released_already()));
                 stop_watching();
                 B& backend = *std::exchange(backend_, nullptr);
-                AsyncRelease<B>::start(backend, state_, std::move(executor),
-                                       [done](Result<void> r) { (*done)(std::move(r)); });
+                auto report = [done](Result<void> r) { (*done)(std::move(r)); };
+                if (has_own_executor(executor)) {
+                    return AsyncRelease<B>::start(backend, state_, std::move(executor),
+                                                  std::move(report));
+                }
+                AsyncRelease<B>::start(backend, state_, system_steps(), std::move(report),
+                                       watchdog_);
             },
             token);
     }
@@ -161,14 +173,21 @@ protected:
         : backend_(&backend), watchdog_(std::move(watchdog)), state_(std::move(state)) {}
 
     /// A guard acquired asynchronously: its watchdog (when asked for) runs on `executor`'s
-    /// timers, and its destructor releases there without blocking.
+    /// timers, and its destructor releases there without blocking. Without `executor` (the
+    /// handler had none of its own, see has_own_executor), the manager's thread renews it
+    /// and it releases as a guard acquired blocking does.
     BasicGuard(B& backend, std::shared_ptr<Watchdog<B>> watchdog, std::shared_ptr<LeaseState> state,
-               boost::asio::any_io_executor executor)
+               std::optional<boost::asio::any_io_executor> executor)
         : backend_(&backend),
           watchdog_(std::move(watchdog)),
           state_(std::move(state)),
           executor_(std::move(executor)) {
-        if (state_->watched) renewal_ = AsyncRenewal<B>::start(backend, state_, *executor_);
+        if (!state_->watched) return;
+        if (executor_) {
+            renewal_ = AsyncRenewal<B>::start(backend, state_, *executor_);
+        } else {
+            watchdog_->watch(state_);
+        }
     }
 
 private:
@@ -374,7 +393,11 @@ public:
     // and leaves no key locked: a request already sent is answered first, and whatever it
     // took is released. The guard handed out releases without blocking when it goes out
     // of scope, and its watchdog (when LockOptions::watchdog) runs on the same executor's
-    // timers.
+    // timers. A handler with no executor of its own, one on Asio's system context
+    // (asio::use_future, whose executor belongs to its promise; a callback with no
+    // executor bound), gives a guard that renews and releases as a blocking call's does:
+    // on the manager's thread, and with release_retry_inline in the destructor's thread.
+    // Bind an executor (asio::bind_executor(io, asio::use_future)) to have its timers.
     //
     //     auto guard = co_await locks.async_lock_all(keys, asio::use_awaitable);
 
@@ -457,12 +480,13 @@ private:
                 auto state = detail::new_lease(std::move(keys), options, clock_);
                 auto make_guard = [backend = backend_, watchdog = watchdog_](
                                       std::shared_ptr<detail::LeaseState> lease,
-                                      boost::asio::any_io_executor executor) {
+                                      std::optional<boost::asio::any_io_executor> executor) {
                     return Guard(*backend, watchdog, std::move(lease), std::move(executor));
                 };
                 using Op = detail::AsyncAcquire<B, Guard, decltype(make_guard), decltype(handler)>;
-                std::make_shared<Op>(*backend_, detail::Acquisition(std::move(state), options, wait),
-                                     std::move(make_guard), std::move(handler))
+                std::make_shared<Op>(*backend_,
+                                     detail::Acquisition(std::move(state), options, wait),
+                                     std::move(make_guard), std::move(handler), watchdog_)
                     ->start();
             },
             token, std::move(keys), options, wait);

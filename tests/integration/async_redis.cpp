@@ -1,7 +1,8 @@
 // tests/integration/async_redis.cpp: the asynchronous API on a real redis-server, where
 // it differs from the blocking one: many calls share one pipelined connection (several
 // per server read), a connection killed under 200 calls in flight ends each of them once
-// and applies none twice, a lock wait is cancelled with its request in flight.
+// and applies none twice, a lock wait is cancelled with its request in flight, a release
+// failing in the background after async_unlock(use_future) is the manager's to finish.
 #include "support/redis_admin.hpp"
 #include "support/redis_setup.hpp"
 
@@ -18,11 +19,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -321,4 +325,43 @@ TEST_CASE(
     a_work.reset();
     b_work.reset();
     a_thread.join();
+}
+
+TEST_CASE(
+    "async_unlock with use_future while the server is paused: its release outlives no manager") {
+    // The release fails in transit beyond release_retry_inline, so it goes on in the
+    // background after the future is ready. That must be the manager's thread, whose end
+    // gives it up and reports it. Left on the future's promise executor (Asio's system
+    // threads, which nothing waits for), a retry would run after the manager and the
+    // backend were gone, and an exception there would reach the satisfied promise
+    // (std::future_error, then std::terminate).
+    RedisServer server;
+    std::mutex mutex;
+    std::vector<std::string> reported;
+    seatlock::LockOptions options;
+    options.release_retry_inline = 100ms;
+    options.on_release_error = [&](const seatlock::Failure& f) {
+        std::lock_guard lock(mutex);
+        reported.push_back(f.detail);
+    };
+    for (int round = 0; round < 3; ++round) {
+        const std::vector<std::string> keys{"game1:P-" + std::to_string(round),
+                                            "game1:Q-" + std::to_string(round)};
+        {
+            seatlock::RedisBackend backend(seatlock::testing::options_for(server, 150ms));
+            seatlock::LockManager locks(backend, options);
+            auto guard = locks.async_try_lock_all(keys, asio::use_future).get();
+            REQUIRE(guard);
+            ::kill(server.pid(), SIGSTOP);
+            const auto unlocked = guard->async_unlock(asio::use_future).get();
+            REQUIRE_FALSE(unlocked);
+            CHECK(unlocked.error().detail.find("retrying in the background") != std::string::npos);
+        }  // the manager gives up the release still pending, then the backend goes
+        ::kill(server.pid(), SIGCONT);
+        std::this_thread::sleep_for(400ms);  // time for a retry left behind to run (none may)
+        std::lock_guard lock(mutex);
+        REQUIRE(reported.size() == 1);
+        CHECK(reported[0].find("destroyed") != std::string::npos);
+        reported.clear();
+    }
 }

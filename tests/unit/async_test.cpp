@@ -14,15 +14,20 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/system_executor.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
+#include <future>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -566,4 +571,225 @@ TEST_CASE("async_try_lock with LockOptions makes one attempt and refuses bad opt
     CHECK(locks.async_try_lock("game1:T-4", bad, asio::use_future).get().is(errc::invalid_argument));
     CHECK(locks.async_try_lock_all({"game1:T-4"}, bad, asio::use_future).get().is(errc::invalid_argument));
     CHECK(backend.calls().empty());
+}
+
+// --- Guards from a handler without an executor of its own (use_future) ---------------------
+
+namespace {
+
+// What on_release_error heard, from whichever thread.
+struct Reported {
+    std::mutex mutex;
+    std::vector<std::string> details;
+
+    std::function<void(const seatlock::Failure&)> callback() {
+        return [this](const seatlock::Failure& f) {
+            std::lock_guard lock(mutex);
+            details.push_back(f.detail);
+        };
+    }
+    std::vector<std::string> all() {
+        std::lock_guard lock(mutex);
+        return details;
+    }
+};
+
+// An executor that belongs to one completion handler, as use_future's promise executor
+// does: on Asio's system context, and counting what it is asked to run once its handler
+// has completed.
+struct HandlerExecutor {
+    struct Uses {
+        std::atomic<bool> completed{false};
+        std::atomic<int> late{0};
+    };
+    std::shared_ptr<Uses> uses;
+
+    template <typename F>
+    void execute(F&& f) const {
+        if (uses->completed) ++uses->late;
+        asio::execution::execute(
+            asio::require(asio::system_executor(), asio::execution::blocking.never),
+            std::forward<F>(f));
+    }
+    asio::execution_context& query(asio::execution::context_t) const noexcept {
+        return asio::query(asio::system_executor(), asio::execution::context);
+    }
+    static constexpr auto query(asio::execution::blocking_t) noexcept {
+        return asio::execution::blocking.never;
+    }
+    HandlerExecutor require(asio::execution::blocking_t::never_t) const { return *this; }
+    friend bool operator==(const HandlerExecutor& a, const HandlerExecutor& b) noexcept {
+        return a.uses == b.uses;
+    }
+};
+
+// Moves `clock` in small steps (letting Asio's system threads run what falls due) until
+// `done` or `limit` has passed on the clock. Returns done().
+template <typename Pred>
+bool advance_until(seatlock::FakeLockClock& clock, Pred done,
+                   std::chrono::milliseconds limit = 2s) {
+    const auto end = clock.now() + limit;
+    while (!done() && clock.now() < end) {
+        clock.advance(5ms);
+        std::this_thread::sleep_for(1ms);
+    }
+    return done();
+}
+
+}  // namespace
+
+TEST_CASE("a use_future guard's destructor retries a failing release as a blocking guard's does") {
+    seatlock::FakeBackend backend;
+    seatlock::FakeLockClock clock(backend);
+    seatlock::LockManager locks(backend, clock);
+    {
+        auto guard = locks.async_try_lock_all({"game1:F-1", "game1:F-2"}, asio::use_future).get();
+        REQUIRE(guard);
+        backend.inject({seatlock::op::id<seatlock::op::release_locks>,
+                        seatlock::FakeBackend::FaultKind::fail_before, 3});
+    }
+    // Retried in the destructor's thread (within release_retry_inline), not on the
+    // future's promise executor: done when the destructor returns.
+    CHECK(backend.count(seatlock::op::id<seatlock::op::release_locks>) == 4);
+    CHECK(locks.try_lock_all({"game1:F-1", "game1:F-2"}));
+}
+
+TEST_CASE(
+    "a use_future guard's release still failing when its manager goes is given up and reported") {
+    seatlock::FakeBackend backend;
+    seatlock::FakeLockClock clock(backend);
+    Reported reported;
+    seatlock::LockOptions o;
+    o.release_retry_inline = 10ms;
+    o.on_release_error = reported.callback();
+    {
+        seatlock::LockManager locks(backend, clock, o);
+        {
+            auto guard = locks.async_try_lock("game1:F-3", asio::use_future).get();
+            REQUIRE(guard);
+            backend.inject({seatlock::op::id<seatlock::op::release_locks>,
+                            seatlock::FakeBackend::FaultKind::fail_before, 1'000'000});
+        }
+        // The manager's thread goes on retrying (pauses are backoff_max at most); nothing
+        // was given up yet.
+        const auto tried = backend.count(seatlock::op::id<seatlock::op::release_locks>);
+        clock.advance(o.backoff_max + 50ms);
+        CHECK(backend.count(seatlock::op::id<seatlock::op::release_locks>) > tried);
+        CHECK(reported.all().empty());
+    }
+    // Nothing of it is left anywhere else (e.g. on Asio's system threads) to outlive the
+    // manager and the backend: the manager's end gives it up, and says so.
+    const auto details = reported.all();
+    REQUIRE(details.size() == 1);
+    CHECK(details[0].find("destroyed") != std::string::npos);
+    const auto attempts = backend.count(seatlock::op::id<seatlock::op::release_locks>);
+    clock.advance(1s);
+    std::this_thread::sleep_for(20ms);
+    CHECK(backend.count(seatlock::op::id<seatlock::op::release_locks>) == attempts);
+}
+
+TEST_CASE("async_unlock with use_future hands a release still failing to the manager's thread") {
+    seatlock::FakeBackend backend;
+    seatlock::FakeLockClock clock(backend);
+    Reported reported;
+    seatlock::LockOptions o;
+    o.release_retry_inline = 20ms;
+    o.on_release_error = reported.callback();
+    {
+        seatlock::LockManager locks(backend, clock, o);
+        auto guard = locks.async_try_lock_all({"game1:F-4", "game1:F-5"}, asio::use_future).get();
+        REQUIRE(guard);
+        backend.inject({seatlock::op::id<seatlock::op::release_locks>,
+                        seatlock::FakeBackend::FaultKind::fail_before, 1'000'000});
+        auto unlocked = guard->async_unlock(asio::use_future);
+        REQUIRE(advance_until(clock,
+                              [&] { return unlocked.wait_for(0s) == std::future_status::ready; }));
+        const auto r = unlocked.get();
+        REQUIRE_FALSE(r);
+        CHECK(r.error().detail.find("retrying in the background") != std::string::npos);
+        // Still retried after the answer, by the manager's thread (advance() waits for it;
+        // pauses are backoff_max at most).
+        const auto attempts = backend.count(seatlock::op::id<seatlock::op::release_locks>);
+        clock.advance(o.backoff_max + 50ms);
+        CHECK(backend.count(seatlock::op::id<seatlock::op::release_locks>) > attempts);
+        CHECK(reported.all().empty());
+        // Once the storage answers, the keys are free.
+        backend.clear_faults();
+        clock.advance(o.backoff_max + 50ms);
+        CHECK(locks.try_lock_all({"game1:F-4", "game1:F-5"}));
+    }
+    CHECK(reported.all().empty());
+}
+
+TEST_CASE(
+    "async_unlock with use_future: a release failing past the manager is reported, not left "
+    "behind") {
+    seatlock::FakeBackend backend;
+    seatlock::FakeLockClock clock(backend);
+    Reported reported;
+    seatlock::LockOptions o;
+    o.release_retry_inline = 20ms;
+    o.on_release_error = reported.callback();
+    {
+        seatlock::LockManager locks(backend, clock, o);
+        auto guard = locks.async_try_lock("game1:F-6", asio::use_future).get();
+        REQUIRE(guard);
+        backend.inject({seatlock::op::id<seatlock::op::release_locks>,
+                        seatlock::FakeBackend::FaultKind::fail_before, 1'000'000});
+        auto unlocked = guard->async_unlock(asio::use_future);
+        REQUIRE(advance_until(clock,
+                              [&] { return unlocked.wait_for(0s) == std::future_status::ready; }));
+        CHECK_FALSE(unlocked.get());
+    }
+    const auto details = reported.all();
+    REQUIRE(details.size() == 1);
+    CHECK(details[0].find("destroyed") != std::string::npos);
+}
+
+TEST_CASE("a use_future guard with the watchdog is renewed by the manager's thread") {
+    seatlock::FakeBackend backend;
+    seatlock::FakeLockClock clock(backend);
+    seatlock::LockOptions o;
+    o.lease = 300ms;
+    o.watchdog = true;
+    seatlock::LockManager locks(backend, clock, o);
+    auto guard = locks.async_try_lock("game1:F-7", asio::use_future).get();
+    REQUIRE(guard);
+    // Three leases long, each step waited for (advance() waits for the manager's thread).
+    for (int i = 0; i < 90; ++i) clock.advance(10ms);
+    CHECK(guard->owns());
+    CHECK(backend.count(seatlock::op::id<seatlock::op::extend_locks>) >= 8);
+    CHECK(locks.try_lock("game1:F-7").is(errc::lock_busy));
+    CHECK(guard->unlock());
+    const auto renewals = backend.count(seatlock::op::id<seatlock::op::extend_locks>);
+    clock.advance(1s);
+    CHECK(backend.count(seatlock::op::id<seatlock::op::extend_locks>) == renewals);
+}
+
+TEST_CASE("no later step of a guard runs on an executor belonging to a handler already completed") {
+    seatlock::FakeBackend backend;
+    seatlock::FakeLockClock clock(backend);
+    seatlock::LockOptions o;
+    o.lease = 300ms;
+    o.watchdog = true;
+    seatlock::LockManager locks(backend, clock, o);
+    HandlerExecutor executor{std::make_shared<HandlerExecutor::Uses>()};
+    std::promise<Result<seatlock::SingleLock<seatlock::FakeBackend>>> got;
+    locks.async_try_lock("game1:F-8", asio::bind_executor(executor, [&](auto r) {
+                             executor.uses->completed = true;
+                             got.set_value(std::move(r));
+                         }));
+    auto guard = got.get_future().get();
+    REQUIRE(guard);
+    // Renewals: on the manager's thread.
+    for (int i = 0; i < 60; ++i) clock.advance(10ms);
+    CHECK(backend.count(seatlock::op::id<seatlock::op::extend_locks>) >= 4);
+    CHECK(executor.uses->late == 0);
+    // A release retried: in the destructor's thread, then on the manager's.
+    backend.inject({seatlock::op::id<seatlock::op::release_locks>,
+                    seatlock::FakeBackend::FaultKind::fail_before, 3});
+    guard = seatlock::Failure(errc::invalid_argument, "dropped");
+    CHECK(backend.count(seatlock::op::id<seatlock::op::release_locks>) == 4);
+    CHECK(locks.try_lock("game1:F-8"));
+    CHECK(executor.uses->late == 0);
 }

@@ -14,6 +14,12 @@
 // and cancellation from the caller never race with it. Each also counts as outstanding
 // work of that executor's context while it lives: io_context::run() returns only once the
 // last release, renewal or wait has ended, so destroying the context after run() is safe.
+//
+// A handler whose executor runs on Asio's system context (use_future's promise executor,
+// which belongs to its one promise; a callback with no executor bound) has no executor of
+// its own to run steps on after it has completed: nothing could wait for them, and an
+// exception in one would reach a promise already satisfied. What such a guard does later
+// is the manager's background thread's, as for a guard acquired blocking (has_own_executor).
 #pragma once
 
 #include <seatlock/detail/acquisition.hpp>
@@ -27,6 +33,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/system_executor.hpp>
 
 #include <atomic>
 #include <functional>
@@ -45,6 +52,25 @@ using Strand = boost::asio::strand<boost::asio::any_io_executor>;
 template <typename Handler>
 boost::asio::any_io_executor timer_executor(const Handler& handler) {
     return boost::asio::any_io_executor(boost::asio::get_associated_executor(handler));
+}
+
+/// Whether a handler with this associated executor has an executor of its own to run a
+/// guard's later steps on (renewals, a release going on after the handler completed):
+/// not when it runs on Asio's system context. That is use_future's promise executor, which
+/// belongs to one promise (run after the promise is satisfied, an exception would throw
+/// future_error from Asio's thread), and the system_executor of a callback with no
+/// executor bound; no io_context::run() waits for either, so work left there could outlive
+/// the backend. Those steps go to the manager's background thread instead.
+inline bool has_own_executor(const boost::asio::any_io_executor& executor) {
+    namespace execution = boost::asio::execution;
+    return &boost::asio::query(executor, execution::context) !=
+           &boost::asio::query(boost::asio::system_executor(), execution::context);
+}
+
+/// The executor of the steps of a release started for a handler without one of its own
+/// (see has_own_executor): the system executor, until the manager's thread takes over.
+inline boost::asio::any_io_executor system_steps() {
+    return boost::asio::any_io_executor(boost::asio::system_executor());
 }
 
 /// `executor`, counting as outstanding work of its context while the copy lives.
@@ -91,16 +117,20 @@ private:
 /// release is settled, or when LockOptions::release_retry_inline is spent (the release
 /// then goes on in the background until it succeeds or is given up, and a release given
 /// up reaches on_release_error). Without `report` (a guard destroyed), a release given up
-/// goes to on_release_error.
+/// goes to on_release_error. With a `background` watchdog (for a handler without an
+/// executor of its own), the release goes on there, not on `executor`, once
+/// release_retry_inline is spent: nothing of it is left on `executor` when `report` is told.
 template <LockBackend B>
 class AsyncRelease : public std::enable_shared_from_this<AsyncRelease<B>> {
 public:
     using Report = std::function<void(Result<void>)>;
 
     static void start(B& backend, std::shared_ptr<LeaseState> state,
-                      boost::asio::any_io_executor executor, Report report) {
+                      boost::asio::any_io_executor executor, Report report,
+                      std::shared_ptr<Watchdog<B>> background = nullptr) {
         auto self = std::shared_ptr<AsyncRelease>(
-            new AsyncRelease(backend, std::move(state), std::move(executor), std::move(report)));
+            new AsyncRelease(backend, std::move(state), std::move(executor), std::move(report),
+                             std::move(background)));
         self->send();
     }
 
@@ -108,13 +138,14 @@ private:
     using Outcome = ReleaseAttempts::Outcome;
 
     AsyncRelease(B& backend, std::shared_ptr<LeaseState> state, boost::asio::any_io_executor ex,
-                 Report report)
+                 Report report, std::shared_ptr<Watchdog<B>> background)
         : backend_(backend),
           attempts_(state),
           inline_until_(state->clock.now() + state->retry_inline),
           strand_(tracked(ex)),
           timer_(strand_, state->clock),
-          report_(std::move(report)) {}
+          report_(std::move(report)),
+          handoff_(std::move(background)) {}
 
     void send() {
         const auto sent = attempts_.state().clock.now();
@@ -146,9 +177,17 @@ private:
             }
             case Outcome::pending: break;
         }
+        if (handoff_ && attempts_.next_at() >= inline_until_) {
+            // The manager's thread goes on from the next attempt planned; this one ends
+            // before the caller hears of it.
+            std::optional<Failure> failure;
+            if (report_) failure = attempts_.failure(kept_retrying);
+            std::exchange(handoff_, nullptr)->release_later(std::move(attempts_));
+            if (failure) tell(std::move(*failure));
+            return;
+        }
         if (report_ && attempts_.next_at() >= inline_until_) {
-            tell(attempts_.failure(
-                "retrying in the background; on_release_error is called if it never succeeds"));
+            tell(attempts_.failure(kept_retrying));
             background_ = true;
         }
         timer_.wait_until(attempts_.next_at(), [self = this->shared_from_this()] { self->send(); });
@@ -165,12 +204,16 @@ private:
         if (auto report = std::exchange(report_, nullptr)) report(std::move(result));
     }
 
+    static constexpr const char* kept_retrying =
+        "retrying in the background; on_release_error is called if it never succeeds";
+
     B& backend_;
     ReleaseAttempts attempts_;
     SteadyClock::time_point inline_until_;
     Strand strand_;
     StepTimer timer_;
     Report report_;
+    std::shared_ptr<Watchdog<B>> handoff_;  // takes over after the inline budget, when set
     bool background_ = false;
 };
 
@@ -235,18 +278,23 @@ private:
 };
 
 /// One asynchronous acquisition: Acquisition's answers, with pauses on a timer and the
-/// handler's cancellation slot honoured. `make_guard(state)` builds the guard on success.
+/// handler's cancellation slot honoured. `make_guard(state, executor)` builds the guard on
+/// success: `executor` is the one its later steps run on, or none when the handler has no
+/// executor of its own (has_own_executor), and `watchdog` (the manager's) does them then.
 template <LockBackend B, typename Guard, typename MakeGuard, typename Handler>
 class AsyncAcquire
     : public std::enable_shared_from_this<AsyncAcquire<B, Guard, MakeGuard, Handler>> {
 public:
-    AsyncAcquire(B& backend, Acquisition acquisition, MakeGuard make_guard, Handler handler)
+    AsyncAcquire(B& backend, Acquisition acquisition, MakeGuard make_guard, Handler handler,
+                 std::shared_ptr<Watchdog<B>> watchdog)
         : backend_(backend),
           acquisition_(std::move(acquisition)),
           make_guard_(std::move(make_guard)),
+          own_executor_(has_own_executor(timer_executor(handler))),
           strand_(tracked(timer_executor(handler))),
           timer_(strand_, acquisition_.state()->clock),
-          done_(std::move(handler)) {}
+          done_(std::move(handler)),
+          watchdog_(std::move(watchdog)) {}
 
     void start() {
         auto slot = boost::asio::get_associated_cancellation_slot(done_.handler());
@@ -287,10 +335,15 @@ private:
             return finish(cancelled());
         }
         switch (step.next) {
-            case Next::granted:
+            case Next::granted: {
                 // The guard's copy does not keep the caller's io_context busy while it lives.
-                return finish(make_guard_(acquisition_.state(),
-                                          boost::asio::prefer(strand_, boost::asio::execution::outstanding_work.untracked)));
+                std::optional<boost::asio::any_io_executor> later;
+                if (own_executor_) {
+                    later = boost::asio::prefer(strand_,
+                                                boost::asio::execution::outstanding_work.untracked);
+                }
+                return finish(make_guard_(acquisition_.state(), std::move(later)));
+            }
             case Next::failed:
                 if (step.give_back) {
                     step.failure->detail += "; whatever it took is being released";
@@ -317,7 +370,12 @@ private:
         auto& state = *acquisition_.state();
         // If anything was taken, its lease ends at the latest a lease from now.
         state.valid_until = (state.clock.now() + state.lease.load()).time_since_epoch().count();
-        AsyncRelease<B>::start(backend_, acquisition_.state(), strand_, nullptr);
+        if (own_executor_) {
+            AsyncRelease<B>::start(backend_, acquisition_.state(), strand_, nullptr);
+        } else {
+            AsyncRelease<B>::start(backend_, acquisition_.state(), system_steps(), nullptr,
+                                   watchdog_);
+        }
     }
 
     Failure cancelled() const {
@@ -337,9 +395,11 @@ private:
     B& backend_;
     Acquisition acquisition_;
     MakeGuard make_guard_;
+    bool own_executor_;  // has_own_executor() of the handler's
     Strand strand_;
     StepTimer timer_;
     Completer<Handler> done_;
+    std::shared_ptr<Watchdog<B>> watchdog_;
     bool in_flight_ = false;
     bool cancelled_ = false;
     bool finished_ = false;

@@ -6,9 +6,10 @@
 //   lease was lost), or failures until the lease must have ended, mark the guard lost
 //   and call its on_lost callback once.
 // - releases a guard (or an acquisition whose outcome stayed unknown) could not finish in
-//   its own thread: retried with backoff until they go through, until
-//   LockOptions::release_retry is spent or until the lease has ended anyway; a release
-//   given up is handed to on_release_error once.
+//   its own thread, or within release_retry_inline of an asynchronous call whose handler
+//   has no executor of its own (async_locks.hpp): retried with backoff until they go
+//   through, until LockOptions::release_retry is spent or until the lease has ended
+//   anyway; a release given up is handed to on_release_error once.
 // ReleaseAttempts is the retry of one release, shared by unlock(), the guard's destructor
 // and this thread, so that every path asks the storage the same way.
 #pragma once
