@@ -42,7 +42,9 @@ public:
     enum class FaultKind {
         fail_before,  ///< not applied; reported as io_error
         lose_reply,   ///< applied, then reported as outcome_unknown (a reply lost in transit)
-        latency,      ///< applied normally after sleeping `latency` of real time
+        /// applied normally, after the fake's clock moved `latency` forward (advance()): the
+        /// call takes that long in the fake's time, and what ran out meanwhile has expired
+        latency,
     };
     /// A scripted fault: the next `times` calls of `op` behave as `kind`.
     struct Fault {
@@ -130,7 +132,7 @@ private:
     template <typename F>
     auto apply(Op op, F&& step) -> decltype(step(std::int64_t{})) {
         const auto fault = take_fault(op);
-        if (fault && fault->kind == FaultKind::latency) std::this_thread::sleep_for(fault->latency);
+        if (fault && fault->kind == FaultKind::latency) advance(fault->latency);
         std::lock_guard lock(mutex_);
         if (fault && fault->kind == FaultKind::fail_before) {
             calls_.push_back({op, make_error_code(errc::io_error)});
@@ -273,6 +275,12 @@ public:
         fire();
     }
 
+    /// How many timed calls (asynchronous pauses) wait for the clock to reach their time.
+    std::size_t pending_calls() const {
+        std::lock_guard lock(mutex_);
+        return calls_.size();
+    }
+
     bool cancel_call(const void* id) override {
         std::lock_guard lock(mutex_);
         auto it = std::find_if(calls_.begin(), calls_.end(), [id](const Call& c) { return c.id == id; });
@@ -306,7 +314,7 @@ private:
     }
 
     FakeBackend& fake_;
-    std::mutex mutex_;
+    mutable std::mutex mutex_;
     std::condition_variable changed_;
     std::vector<Call> calls_;
     std::map<const std::condition_variable*, Sleeper> sleepers_;
