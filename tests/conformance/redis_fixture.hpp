@@ -16,6 +16,10 @@ namespace seatlock::testing {
 struct RedisFixtureBase {
     using backend_type = RedisBackend;
     static constexpr bool manual_clock = false;
+    /// The randomized model test's steps per thread (model_test.hpp): on Redis every step is
+    /// a real round trip and its pauses real time; the interleavings it looks for come from
+    /// the 8 threads, and the in-process suites run the longer default.
+    static constexpr int model_steps = 1500;
 
     /// A backend on `servers`, with the next prefix of this program.
     explicit RedisFixtureBase(RedisOptions servers) : backend_(with_own_prefix(std::move(servers))) {}
