@@ -12,6 +12,11 @@
 # are loaded at once (their names differ by the hash of their text). Rounds alternate
 # between versions, so a noisy machine hurts them alike; the best round is reported.
 #
+# Each call's arguments are given by name, in the order the version's Lua file declares
+# them (its `--! ARGV` line; a version from before those lines takes the order of the
+# first one that had them): an argument a later version added (log_limit: the change
+# log's bound, 10000 as the backend's default) is filled where that version expects it.
+#
 # Calls are piped (redis-cli --pipe), so the figure is the function's own time, not the
 # cost of reading requests. Each phase runs CALLS calls of one function, with CONFIG
 # RESETSTAT before and INFO commandstats after (and used_memory before and after: what
@@ -115,9 +120,28 @@ cli() { redis-cli -s "$sock" "$@"; }
 for _ in $(seq 300); do cli ping >/dev/null 2>&1 && break; sleep 0.1; done
 cli ping >/dev/null
 
+# The argument declarations of the operations measured, for version $1 (in $work/$1/lua),
+# as awk assignments (argv["hold"] = "...").
+declared_for() {
+  local op decl
+  for op in hold release confirm; do
+    decl=$(sed -n 's/^--! ARGV //p' "$work/$1/lua/$op.lua")
+    if [[ -z "$decl" ]]; then  # before the declarations
+      case "$op" in
+        hold) decl="prefix event holder token zone kind n ttl max_seats one_active key seats..." ;;
+        release) decl="prefix event token" ;;
+        confirm) decl="prefix event token order late max_seats" ;;
+      esac
+    fi
+    printf 'argv["%s"] = "%s"; ' "$op" "$decl"
+  done
+}
+
 names=()
+declared=()
 for i in "${!versions[@]}"; do
   names+=("$(library_of "${versions[$i]}" "$i")")
+  declared+=("$(declared_for "$i")")
   loaded=$(cli -x FUNCTION LOAD REPLACE < "$work/$i/library.lua")
   [[ "$loaded" == "${names[$i]}" ]] || { echo "${versions[$i]}: $loaded" >&2; exit 1; }
 done
@@ -141,14 +165,28 @@ AWK_RESP='function cmd(n,   i) {
   for (i = 1; i <= n; i++) printf "$%d\r\n%s\r\n", length(a[i]), a[i]
 }
 function hex32(i) { return sprintf("%032x", i) }
-# A hold in zone z (of event e, key prefix p, library lib, event keys keys[1..4]): a[1..n]
-# up to its kind.
+# Appends the arguments named by the declaration `decl` ("prefix event ... rest...") to
+# a[1..n]: each from v[name] (or its default), the trailing "rest..." from rest[1..rn].
+function named_args(decl,   names, count, i, name) {
+  count = split(decl, names, " ")
+  for (i = 1; i <= count; i++) {
+    name = names[i]
+    if (name ~ /\.\.\.$/) { for (k = 1; k <= rn; k++) a[++n] = rest[k]; continue }
+    if (name in v) a[++n] = v[name]
+    else if (name == "log_limit") a[++n] = 10000
+    else { print "no value for the argument " name " of " decl > "/dev/stderr"; exit 1 }
+  }
+  delete v; rn = 0
+}
+# A hold in zone z (of event e, key prefix p, library lib, event keys keys[1..4]) with the
+# named values of its kind in v[] and its seats in rest[1..rn]: a[1..n].
 function hold_call(z, holder, token,   k) {
   n = 0
   a[++n] = "FCALL"; a[++n] = lib "_hold"; a[++n] = 6
   for (k = 1; k <= 4; k++) a[++n] = keys[k]
   a[++n] = p ":free:{" e "}:" z; a[++n] = p ":seats:{" e "}:" z
-  a[++n] = p; a[++n] = e; a[++n] = holder; a[++n] = e "." hex32(token); a[++n] = z
+  v["prefix"] = p; v["event"] = e; v["holder"] = holder; v["token"] = e "." hex32(token); v["zone"] = z
+  named_args(argv["hold"])
 }'
 
 pipe() {
@@ -258,42 +296,51 @@ for round in $(seq "$rounds"); do
       }' > "$d/lock_release"
     awk -v lib="$lib" -v p="$prefix" -v e="$event" -v ek="$ek" -v calls="$calls" "$AWK_RESP"'
       BEGIN {
+        '"${declared[$i]}"'
         split(ek, keys, " ")
         for (c = 0; c < calls; c++) {
+          v["kind"] = "seats"; v["n"] = 3; v["ttl"] = 600000; v["max_seats"] = 3
+          v["one_active"] = 0; v["key"] = ""
+          for (k = 0; k < 3; k++) rest[++rn] = "S" (3 * c + k)
           hold_call("z", "holder" c, c + 1)
-          a[++n] = "seats"; a[++n] = 3; a[++n] = 600000; a[++n] = 3; a[++n] = 0; a[++n] = ""
-          for (k = 0; k < 3; k++) a[++n] = "S" (3 * c + k)
           cmd(n)
         }
       }' > "$d/hold"
     awk -v lib="$lib" -v p="$prefix" -v e="$event" -v ek="$ek" -v calls="$calls" "$AWK_RESP"'
       BEGIN {
+        '"${declared[$i]}"'
         split(ek, keys, " ")
         for (c = 0; c < calls; c++) {
+          v["kind"] = "quantity"; v["n"] = 2; v["ttl"] = 600000; v["max_seats"] = 0
+          v["one_active"] = 0; v["key"] = ""
           hold_call("g", "fan" c, calls + c + 1)
-          a[++n] = "quantity"; a[++n] = 2; a[++n] = 600000; a[++n] = 0; a[++n] = 0; a[++n] = ""
           cmd(n)
         }
       }' > "$d/ga_hold"
     awk -v lib="$lib" -v p="$prefix" -v e="$event" -v ek="$ek" -v calls="$calls" "$AWK_RESP"'
       BEGIN {
+        '"${declared[$i]}"'
         split(ek, keys, " ")
         for (c = 0; c < calls; c += 2) {
           n = 0
           a[++n] = "FCALL"; a[++n] = lib "_release"; a[++n] = 4
           for (k = 1; k <= 4; k++) a[++n] = keys[k]
-          a[++n] = p; a[++n] = e; a[++n] = e "." hex32(c + 1)
+          v["prefix"] = p; v["event"] = e; v["token"] = e "." hex32(c + 1)
+          named_args(argv["release"])
           cmd(n)
         }
       }' > "$d/release"
     awk -v lib="$lib" -v p="$prefix" -v e="$event" -v ek="$ek" -v calls="$calls" "$AWK_RESP"'
       BEGIN {
+        '"${declared[$i]}"'
         split(ek, keys, " ")
         for (c = 1; c < calls; c += 2) {
           n = 0
           a[++n] = "FCALL"; a[++n] = lib "_confirm"; a[++n] = 4
           for (k = 1; k <= 4; k++) a[++n] = keys[k]
-          a[++n] = p; a[++n] = e; a[++n] = e "." hex32(c + 1); a[++n] = "order" c; a[++n] = 0; a[++n] = 3
+          v["prefix"] = p; v["event"] = e; v["token"] = e "." hex32(c + 1); v["order"] = "order" c
+          v["late"] = 0; v["max_seats"] = 3
+          named_args(argv["confirm"])
           cmd(n)
         }
       }' > "$d/confirm"
