@@ -14,6 +14,7 @@ local K = arg_event(@prefix, @event)
 arg_log(@log_limit, K)
 local event, zone = ARGV[@event], ARGV[@zone]
 local n = #ARGV - @argc
+if n < 0 then malformed('seats_page: expected ' .. @argc .. ' ARGV or more, got ' .. #ARGV) end
 if n > 1000 then malformed('more than 1,000 seats asked') end
 arg_ids(@zone, #ARGV, 'zone id,seat id')
 check_keys(K)
