@@ -8,7 +8,8 @@
 // releases seats (so the pieces of one read land at several versions and the change log
 // brings them together). The slow log then lists every call and its duration: the
 // program reports the longest, the number of calls per read, and the whole read's time,
-// as text and, with --json FILE, as JSON. Exits 1 when a call took 1 ms or more.
+// as text and, with --json FILE, as JSON, and Redis's own CPU time per read and per call
+// (INFO cpu) over reads with nothing else running. Exits 1 when a call took 1 ms or more.
 //
 //     seatlock-seat-map-bench [--seats N] [--reads N] [--json FILE]
 #include "redis_client.hpp"
@@ -23,6 +24,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -167,6 +170,34 @@ int main(int argc, char** argv) {
     stop = true;
     seller.join();
 
+    // Wall times above count every moment the server waited for a CPU: on a loaded machine
+    // they say more about the machine than about the calls. Redis's own CPU time (INFO
+    // cpu, its main thread) over reads with nothing else running does not.
+    const auto cpu_us = [&admin] {
+        bench::Reply info = admin.command({"INFO", "cpu"});
+        const std::string text(info->str, info->len);
+        double total = 0;
+        for (const char* field : {"used_cpu_user_main_thread:", "used_cpu_sys_main_thread:"}) {
+            const auto at = text.find(field);
+            if (at != std::string::npos) total += std::stod(text.substr(at + std::strlen(field)));
+        }
+        return total * 1e6;
+    };
+    admin.command({"CONFIG", "SET", "slowlog-log-slower-than", "10000"});
+    const double cpu_before = cpu_us();
+    for (int r = 0; r < reads; ++r) store.seats("stadium").value();
+    const double cpu_per_read = (cpu_us() - cpu_before) / reads;
+    const double pieces = std::ceil(static_cast<double>(seats) / 250.0) + 1;
+    // The yardstick on the same machine at the same moment: a hold and a release of one seat.
+    const double cpu_pairs_before = cpu_us();
+    constexpr int pairs = 500;
+    for (int i = 0; i < pairs; ++i) {
+        const auto& zone = spec.zones.back();
+        auto h = store.hold("stadium", "yardstick", named_seats(zone.id, {zone.seats[1 + i % 9].id})).value();
+        store.release(h.token).value();
+    }
+    const double cpu_per_write = (cpu_us() - cpu_pairs_before) / (2 * pairs);
+
     const int total = 2 * reads;
     fmt::print("seat map of {} seats in {} zones, read {} times (half blocking, half async) "
                "while {} holds and releases ran:\n",
@@ -186,14 +217,20 @@ int main(int argc, char** argv) {
     fmt::print("  function calls per read (seats_page and changes): {:.0f}\n",
                static_cast<double>(calls) / total);
     fmt::print("  one whole read: {:.1f} ms\n", static_cast<double>(read_us) / total / 1000.0);
+    fmt::print("  Redis CPU (main thread) per read with nothing else running: {:.0f} us, "
+               "{:.0f} us per call on average\n",
+               cpu_per_read, cpu_per_read / pieces);
+    fmt::print("  Redis CPU per hold or release of one seat, the same way: {:.0f} us (a piece of the map "
+               "costs {:.1f} of them)\n",
+               cpu_per_write, cpu_per_read / pieces / cpu_per_write);
     if (!json.empty()) {
         std::ofstream out(json);
         out << fmt::format(
             "{{\"seats\": {}, \"zones\": {}, \"reads\": {}, \"longest_redis_call_us\": {}, "
             "\"longest_redis_call\": \"{}\", \"calls_per_read\": {:.1f}, \"read_ms\": {:.2f}, "
-            "\"functions\": [{}]}}\n",
+            "\"redis_cpu_us_per_read\": {:.0f}, \"redis_cpu_us_per_call\": {:.0f}, \"redis_cpu_us_per_write\": {:.0f}, \"functions\": [{}]}}\n",
             seats, zones, total, longest, longest_command, static_cast<double>(calls) / total,
-            static_cast<double>(read_us) / total / 1000.0, functions);
+            static_cast<double>(read_us) / total / 1000.0, cpu_per_read, cpu_per_read / pieces, cpu_per_write, functions);
     }
     return longest >= 1000 ? 1 : 0;
 }
