@@ -269,8 +269,8 @@ Task<std::vector<seatlock::EventSpec>> Ticketing::events() {
     co_return events;
 }
 
-Task<std::vector<seatlock::ZoneState>> Ticketing::seats(std::string event,
-                                                        std::optional<std::string> zone) {
+Task<seatlock::SeatMap> Ticketing::seats(std::string event,
+                                         std::optional<std::string> zone) {
     auto zones = co_await store_.async_seats(event, zone, use_awaitable);
     watch(zones);
     co_return zones;

@@ -55,8 +55,8 @@ public:
 
     /// What is on sale, and the state of its seats (every zone, or only `zone`).
     Task<std::vector<seatlock::EventSpec>> events();
-    Task<std::vector<seatlock::ZoneState>> seats(std::string event,
-                                                 std::optional<std::string> zone);
+    Task<seatlock::SeatMap> seats(std::string event,
+                                  std::optional<std::string> zone);
 
     /// What `buyer` has, from the server's rows: holds that may still be paid, and orders
     /// (paid or cancelled); in every event, or only in `event` (unknown_event when this

@@ -2,6 +2,7 @@
 // each) that the program starts itself: the same behaviour as on one server, with every
 // call routed to the primary of its hash slot, on both API paths (blocking, and
 // asynchronous through one pipeline per primary).
+#include "change_feed_conformance.hpp"
 #include "hold_conformance.hpp"
 #include "lock_conformance.hpp"
 #include "model_test.hpp"
@@ -50,4 +51,5 @@ SEATLOCK_LOCK_CONFORMANCE(seatlock::testing::RedisClusterFixture, seatlock::test
 SEATLOCK_HOLD_CONFORMANCE(seatlock::testing::RedisClusterFixture, seatlock::testing::Async<seatlock::testing::RedisClusterFixture>);
 SEATLOCK_RETRY_CONFORMANCE(seatlock::testing::RedisClusterFixture, seatlock::testing::Async<seatlock::testing::RedisClusterFixture>);
 SEATLOCK_VERSION_CONFORMANCE(seatlock::testing::RedisClusterFixture, seatlock::testing::Async<seatlock::testing::RedisClusterFixture>);
+SEATLOCK_CHANGE_FEED_CONFORMANCE(seatlock::testing::RedisClusterFixture, seatlock::testing::Async<seatlock::testing::RedisClusterFixture>);
 SEATLOCK_MODEL_TEST(seatlock::testing::RedisClusterFixture, seatlock::testing::Async<seatlock::testing::RedisClusterFixture>);
