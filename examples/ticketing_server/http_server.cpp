@@ -428,7 +428,9 @@ private:
         if (now - last_frame_ < limits_.coalesce) {
             if (coalescing_) return;
             coalescing_ = true;
-            coalesce_timer_.expires_at(last_frame_ + limits_.coalesce);
+            // On the process-wide tick after the pause: viewers that keep up compose at the
+            // same moments, from the same version to the same, and share one frame.
+            coalesce_timer_.expires_at(tick_after(last_frame_ + limits_.coalesce));
             coalesce_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
                 self->coalescing_ = false;
                 if (!ec) self->compose();
@@ -436,31 +438,30 @@ private:
             return;
         }
         dirty_ = false;
-        SeatFeed& feed = api_.feed();
-        auto snapshot = feed.current(stream_event_);
-        if (!snapshot || snapshot->version == sent_) return;
-        if (snapshot->changes_from == sent_ && !snapshot->changes_frame.empty()) {
-            pending_ += snapshot->changes_frame;  // made once for every viewer that kept up
-        } else {
-            const ChangesSince found = feed.since(stream_event_, sent_);
-            snapshot = found.snapshot;
-            if (found.outcome == ChangesSince::Outcome::ok) {
-                pending_ += sse_frame(snapshot->version, "changes",
-                                      encode_changes(*snapshot, sent_, found.changes));
-            } else {
-                pending_ += snapshot->snapshot_frame();
-            }
-        }
+        const auto frame = api_.feed().frame_after(stream_event_, sent_);
+        if (!frame.text) return;
+        pending_ += *frame.text;
         metrics_.stream_frame();
-        sent_ = snapshot->version;
+        sent_ = frame.version;
         last_frame_ = now;
-        if (pending_.size() > limits_.buffer_limit) {
+        // Frames pile up only while the socket has not taken the previous ones.
+        if (writing_busy_ && pending_.size() > limits_.buffer_limit) {
             metrics_.stream_cut_off();
             log("stream of {}: a viewer fell {} bytes behind: cut off", stream_event_,
                 pending_.size());
             return end_stream();
         }
         flush();
+    }
+
+    // The first multiple of `coalesce` (on the steady clock) at or after `t`.
+    std::chrono::steady_clock::time_point tick_after(std::chrono::steady_clock::time_point t) const {
+        const auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            limits_.coalesce);
+        if (period.count() <= 0) return t;
+        const auto since_epoch = t.time_since_epoch();
+        const auto ticks = (since_epoch + period - std::chrono::steady_clock::duration(1)) / period;
+        return std::chrono::steady_clock::time_point(ticks * period);
     }
 
     void flush() {

@@ -50,6 +50,8 @@ struct SeatFeed::EventFeed {
     std::deque<SeatChange> changes;
     EventVersion base = 0;
     std::vector<std::weak_ptr<FeedListener>> listeners;
+    // Stream frames to the snapshot's version, by the version they start from.
+    mutable std::map<EventVersion, std::shared_ptr<const std::string>> frames;
     bool failing = false;  // reader only: the last read failed (logged once)
     std::uint64_t repairs_seen = 0;  // reader only: Ticketing::repairs() at the last whole read
 };
@@ -146,6 +148,39 @@ ChangesSince SeatFeed::since(std::string_view event, EventVersion after) const {
                              [](EventVersion v, const SeatChange& c) { return v < c.version; });
         out.changes.assign(first, feed->changes.end());
     }
+    return out;
+}
+
+StreamFrame SeatFeed::frame_after(std::string_view event, EventVersion after) const {
+    const EventFeed* feed = find(event);
+    if (!feed) return {};
+    std::unique_lock lock(feed->mutex);
+    const auto snapshot = feed->snapshot;
+    if (!snapshot || snapshot->version == after) return {};
+    StreamFrame out{nullptr, snapshot->version};
+    if (const auto kept = feed->frames.find(after); kept != feed->frames.end()) {
+        out.text = kept->second;
+        return out;
+    }
+    std::string text;
+    if (after == snapshot->changes_from && !snapshot->changes_frame.empty()) {
+        text = snapshot->changes_frame;
+    } else if (after >= feed->base && after < snapshot->version) {
+        const auto first =
+            std::upper_bound(feed->changes.begin(), feed->changes.end(), after,
+                             [](EventVersion v, const SeatChange& c) { return v < c.version; });
+        const std::vector<SeatChange> changes(first, feed->changes.end());
+        lock.unlock();
+        text = sse_frame(snapshot->version, "changes", encode_changes(*snapshot, after, changes));
+        lock.lock();
+    } else {
+        lock.unlock();
+        text = snapshot->snapshot_frame();
+        lock.lock();
+    }
+    out.text = std::make_shared<const std::string>(std::move(text));
+    // Kept while the snapshot is the latest (publish() clears them), for a bounded few.
+    if (feed->snapshot == snapshot && feed->frames.size() < 64) feed->frames.emplace(after, out.text);
     return out;
 }
 
@@ -261,6 +296,7 @@ void SeatFeed::publish(EventFeed& feed, std::shared_ptr<const Snapshot> next,
             }
         }
         feed.snapshot = std::move(next);
+        feed.frames.clear();
         auto& list = feed.listeners;
         list.erase(std::remove_if(list.begin(), list.end(),
                                   [](const std::weak_ptr<FeedListener>& l) { return l.expired(); }),

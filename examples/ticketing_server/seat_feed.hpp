@@ -114,6 +114,12 @@ struct ChangesSince {
     std::vector<seatlock::SeatChange> changes;  ///< outcome ok: in version order
 };
 
+/// A stream frame that brings a viewer to `version` (text null: nothing new).
+struct StreamFrame {
+    std::shared_ptr<const std::string> text;
+    seatlock::EventVersion version = 0;
+};
+
 /// The process's snapshots and their reader; thread-safe.
 class SeatFeed {
 public:
@@ -142,6 +148,11 @@ public:
         std::string event, std::chrono::milliseconds timeout);
     /// The changes of `event` after version `after`, from memory.
     [[nodiscard]] ChangesSince since(std::string_view event, seatlock::EventVersion after) const;
+
+    /// The stream frame from version `after` to the latest snapshot: its changes when
+    /// they are kept, the whole map otherwise. Frames are kept for the latest snapshot,
+    /// so viewers at the same version share one.
+    [[nodiscard]] StreamFrame frame_after(std::string_view event, seatlock::EventVersion after) const;
 
     /// A write of this process (hold, release, ...) was answered: the reader asks soon.
     void note_write();

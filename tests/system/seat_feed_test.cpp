@@ -447,6 +447,7 @@ TEST_CASE("a resume from a version no longer kept starts with the whole map") {
     auto client = server.client();
     const auto v0 = version_of(client.get(seats_url));
     for (const std::string seat : {"D-1", "D-2", "D-3"}) hold(client, "ivy" + seat, "upper-1", {seat});
+    REQUIRE(client.get(seats_url).status == 200);  // the snapshot has the three holds
     SseClient viewer(server.port(), stream_url, std::to_string(v0));
     const auto first = viewer.next_frame();
     REQUIRE(first);
