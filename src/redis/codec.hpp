@@ -36,6 +36,9 @@ namespace seatlock::redis_detail {
 struct Context {
     const KeyLayout& keys;
     bool on_cluster = false;
+    /// RedisOptions::change_log_limit, as digits: the ARGV log_limit of every function
+    /// that can write to an event (common_records.lua, arg_log).
+    std::string log_limit = "1";
 
     /// The four keys every hold function receives first (lua/common.lua, check_keys).
     [[nodiscard]] std::vector<std::string> event_keys(const std::string& event) const {

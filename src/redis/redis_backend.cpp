@@ -8,6 +8,7 @@
 #include "codecs/events.hpp"
 #include "codecs/holds.hpp"
 #include "codecs/locks.hpp"
+#include "codecs/seat_map.hpp"
 #include "driver.hpp"
 #include "replication.hpp"
 
@@ -33,7 +34,10 @@ struct RedisBackend::Impl {
     redis_detail::KeyLayout keys;
     redis_detail::Driver driver;
 
-    [[nodiscard]] Context context() const { return Context{keys, driver.on_cluster()}; }
+    [[nodiscard]] Context context() const {
+        return Context{keys, driver.on_cluster(),
+                       std::to_string(driver.options().change_log_limit)};
+    }
 };
 
 namespace {

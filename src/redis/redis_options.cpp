@@ -283,6 +283,9 @@ Result<void> RedisOptions::validate() const {
         if (o.port <= 0 || o.port > 65535) return bad("port must be 1 to 65535");
     }
     if (o.db < 0) return bad("db must not be negative");
+    if (o.change_log_limit == 0 || o.change_log_limit > 1'000'000) {
+        return bad("change_log_limit must be 1 to 1,000,000");
+    }
     if (o.pool_size == 0) return bad("pool_size must be at least 1");
     if (o.async_connections == 0) return bad("async_connections must be at least 1");
     for (const auto& node : o.cluster_nodes) {

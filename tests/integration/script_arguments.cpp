@@ -93,16 +93,17 @@ TEST_CASE("hold.lua rejects malformed arguments and changes nothing") {
     World w;
     const Args keys = plus(event_keys(), {key("free", "lower"), key("seats", "lower")});
     const Args args{"seatlock", "game1", "alice", token_a, "lower", "seats",
-                    "1",        "60000", "3",     "0",     "",      "A-5"};
+                    "1",        "60000", "3",     "0",     "10000", "",     "A-5"};
     for (const char* ttl : {"abc", "0", "-5", "1e3", "99999999999999999999", ""}) {
         w.rejects(seatlock::redis_scripts::hold, keys, with(args, 7, ttl));
     }
     w.rejects(seatlock::redis_scripts::hold, keys, with(args, 6, "0"));     // no seat
     w.rejects(seatlock::redis_scripts::hold, keys, with(args, 6, "2"));     // count != seats given
-    w.rejects(seatlock::redis_scripts::hold, keys, with(args, 11, "A:5"));  // seat id with ':'
-    w.rejects(seatlock::redis_scripts::hold, keys, with(args, 11, "{A-5}"));            // braces
-    w.rejects(seatlock::redis_scripts::hold, keys, with(args, 10, "key with space"));   // bad key
-    w.rejects(seatlock::redis_scripts::hold, keys, with(args, 10, "k=1"));
+    w.rejects(seatlock::redis_scripts::hold, keys, with(args, 12, "A:5"));  // seat id with ':'
+    w.rejects(seatlock::redis_scripts::hold, keys, with(args, 12, "{A-5}"));            // braces
+    w.rejects(seatlock::redis_scripts::hold, keys, with(args, 11, "key with space"));   // bad key
+    w.rejects(seatlock::redis_scripts::hold, keys, with(args, 11, "k=1"));
+    w.rejects(seatlock::redis_scripts::hold, keys, with(args, 10, "0"));  // log limit
     w.rejects(seatlock::redis_scripts::hold, keys, plus(with(args, 6, "2"), {"A-5"}));  // twice
     w.rejects(seatlock::redis_scripts::hold, keys, with(args, 2, "al ice"));
     w.rejects(seatlock::redis_scripts::hold, keys,
@@ -119,7 +120,7 @@ TEST_CASE("hold.lua rejects malformed arguments and changes nothing") {
     w.rejects(seatlock::redis_scripts::hold, with(keys, 4, key("free", "upper")), args);
     w.rejects(seatlock::redis_scripts::hold, without_last(keys), args);
     const Args quantity{"seatlock", "game1", "alice", token_a, "bleachers",
-                        "quantity", "2",     "60000", "3",     "0",    ""};
+                        "quantity", "2",     "60000", "3",     "0",    "10000", ""};
     w.rejects(seatlock::redis_scripts::hold, keys, plus(quantity, {"extra"}));
     w.rejects(seatlock::redis_scripts::hold, keys, with(quantity, 6, "1000001"));
     CHECK(w.unchanged());
@@ -128,11 +129,12 @@ TEST_CASE("hold.lua rejects malformed arguments and changes nothing") {
 TEST_CASE("confirm.lua rejects malformed arguments and changes nothing") {
     World w;
     const Args keys = event_keys();
-    const Args args{"seatlock", "game1", token_a, "order-9", "0", "3"};
+    const Args args{"seatlock", "game1", token_a, "order-9", "0", "3", "10000"};
     w.rejects(seatlock::redis_scripts::confirm, keys, with(args, 3, "order 9"));
     w.rejects(seatlock::redis_scripts::confirm, keys, with(args, 4, "yes"));
     w.rejects(seatlock::redis_scripts::confirm, keys, with(args, 5, "many"));
     w.rejects(seatlock::redis_scripts::confirm, keys, with(args, 2, "nonsense"));
+    w.rejects(seatlock::redis_scripts::confirm, keys, with(args, 6, "many"));
     w.rejects(seatlock::redis_scripts::confirm, keys, plus(args, {"more"}));
     w.rejects(seatlock::redis_scripts::confirm, plus(keys, {key("order", "order-8")}), args);
     w.rejects(seatlock::redis_scripts::confirm, with(keys, 1, key("held")), args);
@@ -142,10 +144,11 @@ TEST_CASE("confirm.lua rejects malformed arguments and changes nothing") {
 TEST_CASE("release.lua and extend.lua reject malformed arguments and change nothing") {
     World w;
     const Args keys = event_keys();
-    w.rejects(seatlock::redis_scripts::release, keys, {"seatlock", "game1", token_a, "extra"});
-    w.rejects(seatlock::redis_scripts::release, keys, {"seatlock", "game 1", token_a});
-    w.rejects(seatlock::redis_scripts::release, keys, {"seatlock", "game1", "game1.xyz"});
-    const Args extend{"seatlock", "game1", token_a, "60000", "7200000"};
+    w.rejects(seatlock::redis_scripts::release, keys, {"seatlock", "game1", token_a, "10000", "extra"});
+    w.rejects(seatlock::redis_scripts::release, keys, {"seatlock", "game 1", token_a, "10000"});
+    w.rejects(seatlock::redis_scripts::release, keys, {"seatlock", "game1", "game1.xyz", "10000"});
+    w.rejects(seatlock::redis_scripts::release, keys, {"seatlock", "game1", token_a, "1000001"});
+    const Args extend{"seatlock", "game1", token_a, "60000", "7200000", "10000"};
     w.rejects(seatlock::redis_scripts::extend, keys, with(extend, 3, "0"));
     w.rejects(seatlock::redis_scripts::extend, keys, with(extend, 4, "x"));
     w.rejects(seatlock::redis_scripts::extend, keys, without_last(extend));
@@ -153,19 +156,30 @@ TEST_CASE("release.lua and extend.lua reject malformed arguments and change noth
     CHECK(w.unchanged());
 }
 
-TEST_CASE("cancel.lua, seats.lua, expired.lua and ack_expired.lua reject malformed arguments") {
+TEST_CASE("cancel.lua, seats_page.lua, changes.lua, expired.lua and ack_expired.lua reject malformed arguments") {
     World w;
     const Args cancel_keys = event_keys();
     w.rejects(seatlock::redis_scripts::cancel, cancel_keys,
-              {"seatlock", "game1", "order-1", "1", ""});
+              {"seatlock", "game1", "order-1", "1", "", "10000"});
     w.rejects(seatlock::redis_scripts::cancel, cancel_keys,
-              {"seatlock", "game1", "order-1", "0", "payer"});
+              {"seatlock", "game1", "order-1", "0", "payer", "10000"});
     w.rejects(seatlock::redis_scripts::cancel, cancel_keys,
-              {"seatlock", "game1", "order-1", "2", "payer"});
-    w.rejects(seatlock::redis_scripts::seats, event_keys(), {"seatlock", "game1", "low er"});
-    w.rejects(seatlock::redis_scripts::seats, event_keys(), {"seatlock", "game1"});
-    w.rejects(seatlock::redis_scripts::expired, event_keys(), {"seatlock", "game1", "0", "1000"});
-    w.rejects(seatlock::redis_scripts::expired, event_keys(), {"seatlock", "game1", "10", "-1"});
+              {"seatlock", "game1", "order-1", "2", "payer", "10000"});
+    w.rejects(seatlock::redis_scripts::seats_page, event_keys(), {"seatlock", "game1", "10000", "low er"});
+    w.rejects(seatlock::redis_scripts::seats_page, event_keys(), {"seatlock", "game1", "10000"});
+    w.rejects(seatlock::redis_scripts::seats_page, event_keys(), {"seatlock", "game1", "x", "lower"});
+    w.rejects(seatlock::redis_scripts::seats_page, event_keys(),
+              {"seatlock", "game1", "10000", "lower", "A-1", "A 2"});
+    {
+        Args many{"seatlock", "game1", "10000", "lower"};
+        for (int i = 0; i <= 1000; ++i) many.push_back("S-" + std::to_string(i));
+        w.rejects(seatlock::redis_scripts::seats_page, event_keys(), many);
+    }
+    w.rejects(seatlock::redis_scripts::changes, event_keys(), {"seatlock", "game1", "0", "0", "10000"});
+    w.rejects(seatlock::redis_scripts::changes, event_keys(), {"seatlock", "game1", "x", "10", "10000"});
+    w.rejects(seatlock::redis_scripts::changes, event_keys(), {"seatlock", "game1", "0", "10"});
+    w.rejects(seatlock::redis_scripts::expired, event_keys(), {"seatlock", "game1", "0", "1000", "10000"});
+    w.rejects(seatlock::redis_scripts::expired, event_keys(), {"seatlock", "game1", "10", "-1", "10000"});
     w.rejects(seatlock::redis_scripts::ack_expired, event_keys(), {"seatlock", "game1"});
     w.rejects(seatlock::redis_scripts::ack_expired, event_keys(),
               {"seatlock", "game1", token_a, "game2.0123456789abcdef0123456789abcdef"});
@@ -175,12 +189,13 @@ TEST_CASE("cancel.lua, seats.lua, expired.lua and ack_expired.lua reject malform
 TEST_CASE("restore_order.lua and event_show.lua reject malformed arguments and change nothing") {
     World w;
     const Args keys = plus(event_keys(), {key("free", "lower"), key("seats", "lower")});
-    const Args args{"seatlock", "game1", "order-r", "alice", "lower",
-                    token_a,    "1767225600000",    "1",     "A-5"};
+    const Args args{"seatlock", "game1",         "order-r", "alice", "lower",
+                    token_a,    "1767225600000", "10000",   "1",     "A-5"};
     w.rejects(seatlock::redis_scripts::restore_order, keys, with(args, 6, "-1"));    // paid at
-    w.rejects(seatlock::redis_scripts::restore_order, keys, with(args, 7, "0"));     // no seat
-    w.rejects(seatlock::redis_scripts::restore_order, keys, with(args, 7, "2"));     // count
-    w.rejects(seatlock::redis_scripts::restore_order, keys, with(args, 8, "A:5"));   // seat id
+    w.rejects(seatlock::redis_scripts::restore_order, keys, with(args, 8, "0"));     // no seat
+    w.rejects(seatlock::redis_scripts::restore_order, keys, with(args, 8, "2"));     // count
+    w.rejects(seatlock::redis_scripts::restore_order, keys, with(args, 9, "A:5"));   // seat id
+    w.rejects(seatlock::redis_scripts::restore_order, keys, with(args, 7, ""));      // log limit
     w.rejects(seatlock::redis_scripts::restore_order, keys, with(args, 3, "al ice"));
     w.rejects(seatlock::redis_scripts::restore_order, keys,
               with(args, 5, "game2.0123456789abcdef0123456789abcdef"));
@@ -274,7 +289,7 @@ TEST_CASE("well-formed calls through the same path do change state (the harness 
     World w;
     auto reply = w.admin.command(
         plus({"FCALL", std::string(seatlock::redis_scripts::release.function), "4"},
-             plus(event_keys(), {"seatlock", "game1", token_a})));
+             plus(event_keys(), {"seatlock", "game1", token_a, "10000"})));
     REQUIRE(reply->type ==
             REDIS_REPLY_ARRAY);  // a refusal (unknown hold), yet the overdue hold was swept
     CHECK_FALSE(w.unchanged());

@@ -114,6 +114,10 @@ struct RedisOptions {
     bool pipeline_blocking_calls = true;
     /// The first part of every key: 1 to 128 printable characters, no space, no `{` or `}`.
     std::string prefix = "seatlock";
+    /// How many steps' changes each event's change log keeps (SeatHoldStore::changes): 1
+    /// to 1,000,000. Applied by every write of this backend (docs/redis.md, "The change
+    /// log").
+    std::size_t change_log_limit = default_change_log_limit;
     /// Replica-acknowledged writes. 0 (the default): a write is answered as soon as the
     /// primary applied it, and a sale can be lost if the primary dies before a replica got
     /// it. N > 0: every write a caller is told about (hold, confirm, release, extend,

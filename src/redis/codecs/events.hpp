@@ -164,6 +164,7 @@ struct Codec<op::version> {
         auto args = arguments<A>();
         args[A::prefix] = c.keys.prefix();
         args[A::event] = o.event;
+        args[A::log_limit] = c.log_limit;
         return make_call<EventVersion>(
             redis_scripts::version, c.event_keys(o.event), std::move(args),
             standard<EventVersion>(redis_scripts::version, [](const Reader& r) {
@@ -192,6 +193,7 @@ struct Codec<op::restore_order> {
         args[A::zone] = cmd.zone;
         args[A::token] = cmd.hold_token;
         args[A::paid_at] = ms(paid_at);
+        args[A::log_limit] = c.log_limit;
         args[A::n] = std::to_string(cmd.seats.size());
         args.insert(args.end(), cmd.seats.begin(), cmd.seats.end());  // from A::seats
         return make_call<Order>(

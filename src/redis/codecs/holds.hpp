@@ -1,6 +1,6 @@
 // src/redis/codecs/holds.hpp: the Redis encodings and replies of the operations on
-// holds and orders: hold, confirm, release, extend, cancel, seats, expired, ack_expired
-// (lua/<name>.lua). See codec.hpp.
+// holds and orders: hold, confirm, release, extend, cancel, expired, ack_expired
+// (lua/<name>.lua). See codec.hpp; the seat map and the change feed are in seat_map.hpp.
 #pragma once
 
 #include <seatlock/keys.hpp>
@@ -33,6 +33,7 @@ inline std::vector<std::string> expired_args(const Context& c, const std::string
     args[A::event] = event;
     args[A::limit] = std::to_string(limit);
     args[A::redeliver_after] = ms(redeliver_after);
+    args[A::log_limit] = c.log_limit;
     return args;
 }
 
@@ -161,6 +162,7 @@ struct Codec<op::hold> {
             std::to_string(std::clamp<std::int64_t>(cmd.limits.max_seats_per_holder, 0, max_script_ms));
         args[A::one_active] = cmd.limits.one_active_hold_per_holder ? "1" : "0";
         args[A::key] = cmd.idempotency_key;
+        args[A::log_limit] = c.log_limit;
         // From A::seats: the seats asked for, by name.
         if (req.kind == HoldKind::seats) args.insert(args.end(), req.seats.begin(), req.seats.end());
         // The hold as made. A new hold of named seats is answered by "<expires_ms> <version>"
@@ -227,6 +229,7 @@ struct Codec<op::confirm> {
         args[A::late] = cmd.late ? "1" : "0";
         args[A::max_seats] =
             std::to_string(std::clamp<std::int64_t>(cmd.limits.max_seats_per_holder, 0, max_script_ms));
+        args[A::log_limit] = c.log_limit;
         return make_call<Order>(
             redis_scripts::confirm, c.event_keys(*event), std::move(args),
             standard<Order>(redis_scripts::confirm,
@@ -243,6 +246,7 @@ struct Codec<op::release> {
         out[A::prefix] = c.keys.prefix();
         out[A::event] = event;
         out[A::token] = token;
+        out[A::log_limit] = c.log_limit;
         return out;
     }
     static Result<Call<EventVersion>> call(const Context& c, const op::release& o) {
@@ -265,6 +269,7 @@ struct Codec<op::extend> {
         out[A::token] = token;
         out[A::ttl] = ms(ttl);
         out[A::max_lifetime] = ms(max_lifetime);
+        out[A::log_limit] = c.log_limit;
         return out;
     }
     static Result<Call<Hold>> call(const Context& c, const op::extend& o) {
@@ -300,6 +305,7 @@ struct Codec<op::cancel> {
         out[A::order] = order_id;
         out[A::check_holder] = holder ? "1" : "0";
         out[A::holder] = holder.value_or("");
+        out[A::log_limit] = c.log_limit;
         return out;
     }
     static Result<Call<Order>> call(const Context& c, const op::cancel& o) {
@@ -318,63 +324,6 @@ struct Codec<op::cancel> {
             args(c, event, order_id, holder),
             standard<Order>(redis_scripts::cancel,
                             [event](const Reader& r) { return read_order(r, event); }));
-    }
-};
-
-template <>
-struct Codec<op::seats> {
-    static std::vector<std::string> args(const Context& c, const std::string& event,
-                                         const std::optional<std::string>& zone) {
-        using A = redis_scripts::args::seats;
-        auto out = arguments<A>();
-        out[A::prefix] = c.keys.prefix();
-        out[A::event] = event;
-        out[A::zone] = zone.value_or("");
-        return out;
-    }
-    static Result<Call<SeatMap>> call(const Context& c, const op::seats& o) {
-        const std::string& event = o.event;
-        const std::optional<std::string>& zone = o.zone;
-        if (!is_valid_id(event)) return Failure(errc::unknown_event, "no event " + event, {event});
-        if (zone && !is_valid_id(*zone)) {
-            return Failure(errc::unknown_zone, "event " + event + " has no zone " + *zone, {*zone});
-        }
-        using Out = SeatMap;
-        return make_call<Out>(
-            redis_scripts::seats, c.event_keys(event), args(c, event, zone),
-            standard<Out>(redis_scripts::seats, [](const Reader& r) {
-                Out out;
-                out.version = r.version(2);
-                const Reader zones = r.array(1);
-                for (std::size_t i = 0; i < zones.size(); ++i) {
-                    // {zone, kind, capacity, free, held, paid, {id, row, state, ...}}
-                    const Reader z = zones.array(i);
-                    ZoneState st;
-                    st.zone = z.text(0);
-                    st.kind = kind_of(z.text(1));
-                    st.capacity = z.integer(2);
-                    st.free = z.integer(3);
-                    st.held = z.integer(4);
-                    st.paid = z.integer(5);
-                    const Reader listed = z.array(6);
-                    if (listed.size() % 3 != 0) throw BadReply("seat list is not id, row, state triples");
-                    for (std::size_t s = 0; s < listed.size(); s += 3) {
-                        const auto state = listed.integer(s + 2);
-                        if (state < 0 || state > 2) throw BadReply("bad seat state");
-                        st.seats.push_back({listed.text(s), listed.text(s + 1), static_cast<SeatState>(state)});
-                    }
-                    out.zones.push_back(std::move(st));
-                }
-                return out;
-            }));
-    }
-};
-
-template <>
-struct Codec<op::changes> {
-    template <typename Exec, typename Done>
-    static void run(Exec, const op::changes&, Done done) {
-        done(Result<ChangePage>(Failure(errc::script_error, "the Redis change log is not written yet")));
     }
 };
 

@@ -1,13 +1,14 @@
 -- cancel.lua: paid -> free (HoldTable::cancel), optionally only for the order's holder.
 -- Cancelling a cancelled order returns it again.
 -- KEYS: the event keys
---! ARGV prefix event order check_holder holder
+--! ARGV prefix event order check_holder holder log_limit
 -- check_holder: 0|1; holder: empty unless checked
 -- Returns {1, order, holder, zone, {seats}, token, paid_at_ms, cancelled, version} or a
 -- refusal; version: the event's, raised by one (field ver, written with the order, or by
 -- HINCRBY when the order was cancelled before).
 arg_count(@argc, 'cancel')
 local K = arg_event(@prefix, @event)
+arg_log(@log_limit, K)
 arg_id(@order, 'order id')
 local event, order = ARGV[@event], ARGV[@order]
 local check_holder = arg_flag(@check_holder, 'holder check flag')
@@ -55,4 +56,8 @@ count_paid(K, 'v:' .. o.holder, -#fields)
 o.cancelled = true
 local version, version_at = next_version(K, ev[4])
 call('HSET', K.event, order_field, order_text(o), 'ver', version_at)
+-- The change log: the seats now free.
+local L = new_log()
+touch_all(L, o.zone, freed, 0)
+write_log(K, L, version)
 return order_reply(order, o, version)

@@ -41,6 +41,7 @@
 --                         long as the hold's record
 --     o:<order>           an order: "<holder> <zone> <token> <paid_at> <cancelled> <pairs>"
 --     due                 no later than the earliest timer (absent: no timer)
+--     lr                  the version the change log starts at after a recovery (absent: 0)
 --     ver                 the event's version (EventVersion; absent: 0): every successful
 --                         write raises it by one in its own call, and answers it; so does
 --                         a sweep that expired a hold (sweep, raise_version)
@@ -252,6 +253,10 @@ local function arg_event(p, e)
     event = prefix .. ':event' .. tag, paid = prefix .. ':paid' .. tag,
     deadlines = prefix .. ':deadlines' .. tag, expired = prefix .. ':expired' .. tag,
     released = prefix .. ':released' .. tag .. ':',
+    -- The change log (a stream) and the expiries of held named seats (common_records.lua).
+    log = prefix .. ':changes' .. tag, held = prefix .. ':held' .. tag,
+    -- The calling backend's change log limit (arg_log), set by every function that writes.
+    log_limit = false,
     free = free_key, seats = seats_key, zone_keys = {free = {}, seats = {}}, zone_names = 0,
     -- The last version written, and its digits (next_version).
     ver = 0, ver_text = false,

@@ -241,12 +241,104 @@ local function put_count(set, gone, field, value)
   end
 end
 
--- Ends active hold h (hold_of) as if it expired at `now`: its seats are free, its
--- holder's counters drop, its record says expired (at `now` at the latest) and its expiry
--- is queued for expired(). Its timer is the caller's to remove (the sweep's ZREM, or
--- restore_order's).
-local function end_hold(K, token, h, now)
+-- The change log of an event (SeatHoldStore::changes): the stream <prefix>:changes:{event},
+-- one entry per step that changed a seat or a count, its id "<version>-0", its one field
+-- c the step's changes as MessagePack: for each, zone, seat ('' for a general-admission
+-- zone), state (0 free, 1 held, 2 paid), expires (ms, held only; else 0), and the zone's
+-- free, held and paid counts after the step. XADD trims it to the last K.log_limit
+-- entries (ARGV log_limit of every function that can write: arg_log). The hash
+-- <prefix>:held:{event} holds, for each held seat of a named zone, field <zone>:<seat> =
+-- the expiry of its hold: what seats_page.lua answers for a held seat.
+
+-- Checks ARGV[i], the change log limit of the calling backend (RedisOptions), for K.
+local function arg_log(i, K)
+  arg_int(i, 'change log limit', 1, MAX_PLACES)
+  K.log_limit = ARGV[i]
+end
+
+-- The changes of the step under way, by zone, in the order first touched (write_log).
+local function new_log()
+  return {zones = {}, order = {}}
+end
+
+-- Notes that `seat` of `zone` is now in `state` (0 free, 1 held, 2 paid; expires: ms,
+-- when held). The last note of a seat in one step wins.
+local function touch(L, zone, seat, state, expires)
+  local z = L.zones[zone]
+  if not z then
+    z = {seats = {}, list = {}}
+    L.zones[zone] = z
+    L.order[#L.order + 1] = zone
+  end
+  if not z.seats[seat] then z.list[#z.list + 1] = seat end
+  z.seats[seat] = {state, expires or 0}
+end
+
+-- Notes every seat of slot-seat pair list `flat` (of `zone`) as being in `state`.
+local function touch_all(L, zone, flat, state, expires)
+  for i = 2, #flat, 2 do touch(L, zone, flat[i], state, expires) end
+end
+
+-- A zone's counts now: free, held, paid, and whether it is general admission.
+local function zone_counts(K, zone)
+  local zf = call('HMGET', K.event, 'z:' .. zone, 'p:' .. zone, 'n:' .. zone)
+  local kind, capacity = zone_of(zf[1])
+  local free = call('ZCARD', K:free(zone))
+  local ga = kind == 'general_admission'
+  if ga then free = free + capacity - tonumber(zf[3]) + 1 end
+  local paid = tonumber(zf[2] or '0')
+  return free, capacity - free - paid, paid, ga
+end
+
+-- Appends the step's changes (L) to the log as the entry of `version`; nothing when the
+-- step changed no seat. One change per seat of a named zone, one per general-admission
+-- zone, each with its zone's counts after the step.
+local function write_log(K, L, version)
+  if #L.order == 0 then return end
+  local flat = {}
+  for _, zone in ipairs(L.order) do
+    local free, held, paid, ga = zone_counts(K, zone)
+    if ga then
+      local n = #flat
+      flat[n + 1], flat[n + 2], flat[n + 3], flat[n + 4] = zone, '', 0, 0
+      flat[n + 5], flat[n + 6], flat[n + 7] = free, held, paid
+    else
+      local z = L.zones[zone]
+      for _, seat in ipairs(z.list) do
+        local st = z.seats[seat]
+        local n = #flat
+        flat[n + 1], flat[n + 2], flat[n + 3], flat[n + 4] = zone, seat, st[1], st[2]
+        flat[n + 5], flat[n + 6], flat[n + 7] = free, held, paid
+      end
+    end
+  end
+  call('XADD', K.log, 'MAXLEN', K.log_limit, digits(version) .. '-0', 'c', pack_pairs(flat))
+end
+
+-- The held-seat expiries of a named zone's seats (flat: slot-seat pairs): set, or deleted.
+local function set_held(K, zone, flat, expires)
+  local fields, at = {}, digits(expires)
+  for i = 2, #flat, 2 do
+    fields[#fields + 1] = zone .. ':' .. flat[i]
+    fields[#fields + 1] = at
+  end
+  chunked('HSET', K.held, fields)
+end
+
+local function clear_held(K, zone, flat)
+  local fields = {}
+  for i = 2, #flat, 2 do fields[#fields + 1] = zone .. ':' .. flat[i] end
+  chunked('HDEL', K.held, fields)
+end
+
+-- Ends active hold h (hold_of) as if it expired at `now`: its seats are free (noted in
+-- the step's log L), its holder's counters drop, its record says expired (at `now` at the
+-- latest) and its expiry is queued for expired(). Its timer is the caller's to remove
+-- (the sweep's ZREM, or restore_order's).
+local function end_hold(K, token, h, now, L)
   chunked('ZADD', K:free(h.zone), h.flat)
+  clear_held(K, h.zone, h.flat)
+  touch_all(L, h.zone, h.flat, 0)
   count_holds(K, 'u:' .. h.holder, -#h.flat / 2, -1)
   h.status = 'expired'
   h.expires = math.min(h.expires, now)
@@ -256,7 +348,7 @@ end
 
 -- Runs the timer of one hold (sweep): an active hold expires (end_hold), a released one's
 -- memory ends. Returns true when it expired an active hold.
-local function expire_hold(K, token, now)
+local function expire_hold(K, token, now, L)
   local text = call('HGET', K.event, 'h:' .. token)
   if not text then return false end
   local h = hold_of(text)
@@ -266,7 +358,7 @@ local function expire_hold(K, token, now)
     return false
   end
   if h.status ~= 'held' then return false end
-  end_hold(K, token, h, now)
+  end_hold(K, token, h, now, L)
   return true
 end
 
@@ -276,11 +368,11 @@ end
 -- the event's "due" field, no later than any timer: while it lies ahead, which is nearly
 -- always, the sweep costs nothing. Afterwards "due" is the earliest timer left; the
 -- event's version is one higher when an active hold expired (as HoldTable's sweep does
--- it). Returns true when timers were due: the caller reads again what it read of the
+-- it), and the log has the step's changes. Returns true when timers were due: the caller reads again what it read of the
 -- event hash.
 local function sweep(K, now, due)
   if not due or due + 0 > now then return false end
-  local expired = false
+  local expired, L = false, new_log()
   while true do
     local entries = call('ZRANGEBYSCORE', K.deadlines, '-inf', now, 'LIMIT', 0, 500)
     if #entries == 0 then break end
@@ -290,13 +382,13 @@ local function sweep(K, now, due)
         local text = call('HGET', K.event, 'h:' .. token)
         -- A hold confirmed late is kept with its order.
         if text and status_word(text) == 'expired' then forget_hold(K, token, hold_of(text)) end
-      elseif expire_hold(K, entry, now) then
+      elseif expire_hold(K, entry, now, L) then
         expired = true
       end
     end
     chunked('ZREM', K.deadlines, entries)
   end
-  if expired then raise_version(K) end
+  if expired then write_log(K, L, raise_version(K)) end
   local first = call('ZRANGE', K.deadlines, 0, 0, 'WITHSCORES')
   if first[2] then
     call('HSET', K.event, 'due', first[2])

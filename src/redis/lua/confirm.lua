@@ -1,7 +1,7 @@
 -- confirm.lua: held -> paid, for good (HoldTable::confirm). Idempotent per (token, order).
 -- With `late`, an expired hold is paid anyway when every one of its seats is still free.
 -- KEYS: the event keys
---! ARGV prefix event token order late max_seats
+--! ARGV prefix event token order late max_seats log_limit
 -- late: 0|1; max_seats: 0 = none
 -- Returns {1, order, holder, zone, {seats}, token, paid_at_ms, cancelled, version} or a
 -- refusal; version: the event's, which every confirm that succeeds raises by one.
@@ -12,6 +12,7 @@
 -- HINCRBY of the version.
 arg_count(@argc, 'confirm')
 local K = arg_event(@prefix, @event)
+arg_log(@log_limit, K)
 local event, order = ARGV[@event], ARGV[@order]
 local token = arg_token(@token, K)
 -- The token is an id as well: no longer than one.
@@ -69,6 +70,7 @@ if status == 'expired' then
 else
   -- An active hold's seats move from held to paid.
   call('ZREM', K.deadlines, token)
+  clear_held(K, zone, unpack_pairs(blob))
   put_count(set, gone, counts_field, (counts[1] and counts[1] + 0 or 0) - n - HOLD_UNIT)
 end
 local fields = {}
@@ -92,4 +94,8 @@ set[#set + 1] = 'ver'
 set[#set + 1] = version_at
 call('HSET', K.event, unpack(set))
 if #gone > 0 then call('HDEL', K.event, unpack(gone)) end
+-- The change log: the seats now paid.
+local L = new_log()
+for i = 1, n do touch(L, zone, seats[i], 2) end
+write_log(K, L, version)
 return {1, order, holder, zone, seats, token, now, 0, version} -- order_reply

@@ -1,11 +1,12 @@
 -- expired.lua: up to `limit` expired holds of one event not yet acknowledged and not
 -- delivered during the last `redeliver_after` ms; each is due again after that.
 -- KEYS: the event keys
---! ARGV prefix event limit redeliver_after
+--! ARGV prefix event limit redeliver_after log_limit
 -- redeliver_after: ms
 -- Returns {1, {{token, holder, zone, {seats}, expired_at_ms}, ...}}
 arg_count(@argc, 'expired')
 local K = arg_event(@prefix, @event)
+arg_log(@log_limit, K)
 local event = ARGV[@event]
 local limit = arg_int(@limit, 'limit', 1, MAX_PLACES)
 local redeliver_after = arg_int(@redeliver_after, 'redeliver after', 0, MAX_MS)

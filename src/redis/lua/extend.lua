@@ -1,12 +1,13 @@
 -- extend.lua: moves a hold's expiry to now + ttl, capped at its creation + max_lifetime,
 -- never earlier than it already is (HoldTable::extend).
 -- KEYS: the event keys
---! ARGV prefix event token ttl max_lifetime
+--! ARGV prefix event token ttl max_lifetime log_limit
 -- ttl, max_lifetime: ms
 -- Returns {1, holder, zone, {seats}, expires_ms, version} or a refusal; version: the
 -- event's, raised by one (field ver, written with the record).
 arg_count(@argc, 'extend')
 local K = arg_event(@prefix, @event)
+arg_log(@log_limit, K)
 local event = ARGV[@event]
 local token = arg_token(@token, K)
 local ttl = arg_int(@ttl, 'ttl', 1, MAX_MS)
@@ -27,4 +28,12 @@ h.expires = math.max(h.expires, math.min(now + ttl, h.created + max_lifetime))
 local version, version_at = next_version(K, ev[4])
 call('HSET', K.event, hold_field, hold_text(h), 'ver', version_at)
 call('ZADD', K.deadlines, h.expires, token)
+-- The change log: named seats stay held, with the new expiry (a general-admission zone's
+-- counts do not change: nothing to log).
+if sub(call('HGET', K.event, 'z:' .. h.zone), 1, 6) == 'named ' then
+  local L = new_log()
+  touch_all(L, h.zone, h.flat, 1, h.expires)
+  set_held(K, h.zone, h.flat, h.expires)
+  write_log(K, L, version)
+end
 return {1, h.holder, h.zone, seats_of(h.flat), h.expires, version}

@@ -1,7 +1,8 @@
 -- hold.lua: holds seats of one zone for a holder, all or nothing (HoldTable::hold).
 -- KEYS: the event keys, then free:<zone>, seats:<zone>
---! ARGV prefix event holder token zone kind n ttl max_seats one_active key seats...
+--! ARGV prefix event holder token zone kind n ttl max_seats one_active log_limit key seats...
 -- kind: seats|quantity|best_available; ttl: ms; max_seats: 0 = none; one_active: 0|1;
+-- log_limit: the change log's bound (common_records.lua, arg_log);
 -- key: the idempotency key, '' for none; then n seat ids for `seats`
 -- Returns, for a new hold, "<expires_ms> <version>" (a bulk string: a table costs a reply
 -- more to write, and both numbers are digits already) when it names its seats, else
@@ -26,6 +27,7 @@ local max_seats = arg_int(@max_seats, 'max seats per holder', 0, MAX_MS)
 local one_active = arg_flag(@one_active, 'one active hold flag')
 if kind == 'seats' then arg_count(@argc + n, 'hold of named seats') else arg_count(@argc, 'hold of a quantity') end
 local K = arg_event(@prefix, @event)
+arg_log(@log_limit, K)
 local event = ARGV[@event]
 -- The ids (holder, zone, idempotency key, seats) are checked as arg_id and arg_ids check
 -- them, but all at once: their lengths one by one, their characters by one pattern search
@@ -266,6 +268,15 @@ set[#set + 1] = 'ver'
 set[#set + 1] = version_at
 call('HSET', K.event, unpack(set))
 call('ZADD', K.deadlines, expires_at, token)
+-- The change log: the seats now held (a general-admission zone: its counts).
+local L = new_log()
+if kind == 'quantity' then
+  touch(L, zone, '', 0)
+else
+  touch_all(L, zone, flat, 1, expires)
+  set_held(K, zone, flat, expires)
+end
+write_log(K, L, version)
 -- Named seats: the caller has them, the expiry and the version are all it is told.
 if kind == 'seats' then return expires_at .. ' ' .. version_at end
 -- Room for 6 seats.

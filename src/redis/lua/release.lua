@@ -4,7 +4,7 @@
 -- (was_released), or, when it was made with an idempotency key, by its record, kept with
 -- status released in the event hash until its timer (now the end of that memory) runs.
 -- KEYS: the event keys
---! ARGV prefix event token
+--! ARGV prefix event token log_limit
 -- Returns the event's version after the release, which every release that succeeds raises
 -- by one (a bare integer, above 0: a table costs a reply more to write), or a refusal.
 -- Runs 8 commands: TIME, HMGET of the event hash, ZADD of the seats, HINCRBY of the
@@ -16,6 +16,7 @@
 -- HINCRBY.
 arg_count(@argc, 'release')
 local K = arg_event(@prefix, @event)
+arg_log(@log_limit, K)
 local event = ARGV[@event]
 local token = arg_token(@token, K)
 check_keys(K)
@@ -35,6 +36,14 @@ if status == 'expired' or status == 'released' then return raise_version(K) end
 if status ~= 'held' then return inactive(token, hold_of(text)) end
 local flat = unpack_pairs(sub(text, pairs_at))
 chunked('ZADD', K:free(zone), flat)
+clear_held(K, zone, flat)
+-- The change log: the seats now free.
+local L = new_log()
+touch_all(L, zone, flat, 0)
+local function logged(version)
+  write_log(K, L, version)
+  return version
+end
 if sub(text, rest, rest) ~= '=' then
   -- No idempotency key: the record goes (with the holder's counter once back at 0), the
   -- minute's hash remembers the release. "due" may now lie before every timer, which only
@@ -42,7 +51,7 @@ if sub(text, rest, rest) ~= '=' then
   call('ZREM', K.deadlines, token)
   count_holds(K, 'u:' .. holder, -#flat / 2, -1, hold_field)
   remember_release(K, token, now, ev[4])
-  return raise_version(K)
+  return logged(raise_version(K))
 end
 count_holds(K, 'u:' .. holder, -#flat / 2, -1)
 local forget_at = now + RELEASED_MEMORY_MS
@@ -55,4 +64,4 @@ if ev[2] and forget_at >= ev[2] + 0 then
 else
   call('HSET', K.event, hold_field, record, 'due', forget)
 end
-return raise_version(K)
+return logged(raise_version(K))

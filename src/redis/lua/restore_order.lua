@@ -18,12 +18,13 @@
 -- active holds are found among the members of the timers' sorted set and their records
 -- (recovery is rare: O(active holds)).
 -- KEYS: the event keys, then free:<zone>, seats:<zone>
---! ARGV prefix event order holder zone token paid_at n seats...
+--! ARGV prefix event order holder zone token paid_at log_limit n seats...
 -- token: the hold token it paid; paid_at: ms; then n seat ids
 --       (place numbers in a general-admission zone)
 -- Returns {1, order, holder, zone, {seats}, token, paid_at_ms, cancelled, version} or a
 -- refusal; version: the event's, raised by one (field ver, written with the order).
 local K = arg_event(@prefix, @event)
+arg_log(@log_limit, K)
 arg_ids(@order, @zone, 'order id,holder id,zone id')
 local event, order, holder, zone = ARGV[@event], ARGV[@order], ARGV[@holder], ARGV[@zone]
 local token = arg_token(@token, K)
@@ -178,15 +179,18 @@ if any_held then
   end
 end
 
--- Checked: the writes.
+-- Checked: the writes, noted in the step's change log.
+local L = new_log()
 local timers = {}
 for j, h in ipairs(ending) do
-  end_hold(K, ending_tokens[j], h, now)
+  end_hold(K, ending_tokens[j], h, now, L)
   timers[#timers + 1] = ending_tokens[j]
 end
 if replaced then
   if replaced.status == 'held' then
     chunked('ZADD', K:free(replaced.zone), replaced.flat) -- derived: the hold's zone
+    clear_held(K, replaced.zone, replaced.flat)
+    touch_all(L, replaced.zone, replaced.flat, 0)
     count_holds(K, 'u:' .. replaced.holder, -#replaced.flat / 2, -1)
   end
   -- Its record is overwritten below; its key, timers and expiry report go.
@@ -218,11 +222,13 @@ for _, seat in ipairs(asked) do
 end
 chunked('HSET', K.paid, paid)
 call('HINCRBY', K.event, 'p:' .. zone, n)
+for _, seat in ipairs(asked) do touch(L, zone, general_admission and '' or seat, 2) end
 if reopened then
   count_paid(K, 'v:' .. reopened.holder, n)
   reopened.cancelled = false
   local version, version_at = next_version(K, ev[6])
   call('HSET', K.event, 'o:' .. order, order_text(reopened), 'ver', version_at)
+  write_log(K, L, version)
   return order_reply(order, reopened, version)
 end
 count_paid(K, 'v:' .. holder, n)
@@ -231,4 +237,5 @@ local h = {status = 'confirmed', order = order, key = '', holder = holder, zone 
 local o = {holder = holder, zone = zone, token = token, paid_at = paid_at, cancelled = false, flat = flat}
 local version, version_at = next_version(K, ev[6])
 call('HSET', K.event, 'h:' .. token, hold_text(h), 'o:' .. order, order_text(o), 'ver', version_at)
+write_log(K, L, version)
 return order_reply(order, o, version)

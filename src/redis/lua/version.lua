@@ -1,11 +1,12 @@
 -- version.lua: the event's version (HoldTable::version), after the sweep every call runs:
 -- a hold due to expire raises it first, as it would for any other call.
 -- KEYS: the event keys
---! ARGV prefix event
+--! ARGV prefix event log_limit
 -- Returns {1, version} or unknown_event (as well for an event hidden by begin_recovery).
 -- Runs 2 commands (TIME, HMGET of the event hash) while no timer is due.
 arg_count(@argc, 'version')
 local K = arg_event(@prefix, @event)
+arg_log(@log_limit, K)
 local event = ARGV[@event]
 check_keys(K)
 

@@ -1,0 +1,441 @@
+// src/redis/codecs/seat_map.hpp: the Redis encodings and replies of the seat map and the
+// change feed: seats (lua/seats_page.lua, in pieces) and changes (lua/changes.lua). See
+// codec.hpp.
+//
+// A whole map of a large venue in one function call would hold Redis for as long as it
+// takes to list every seat, and Redis serves nothing else meanwhile. So seats() reads it
+// in pieces, each one short call: the event's stored layout (HGET of its spec: zones,
+// seat ids, rows, in order), then per zone the counts and up to `page_seats` seats'
+// states per call, each piece with the version it is at. Writes may land between pieces:
+// the changes after the oldest piece's version (the change log) then bring every piece
+// to one version, each seat and each zone's counts taking only the changes later than
+// the piece that read them. A log trimmed meanwhile (more steps than it keeps, during
+// one read) starts the read again, a few times at most.
+#pragma once
+
+#include <seatlock/keys.hpp>
+
+#include "../codec.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace seatlock::redis_detail {
+
+namespace seat_map_codec {
+
+/// Seats per seats_page call: short calls on any venue (docs/redis.md, "The seat map").
+inline constexpr std::size_t page_seats = 500;
+/// Changes per changes call while a map is brought to one version.
+inline constexpr std::size_t catch_up_changes = 1000;
+/// How many times a read starts again after the log was trimmed under it.
+inline constexpr int read_attempts = 3;
+
+// A small reader of the spec event_create.lua stores (cjson of {name, {{id, kind,
+// capacity, {seat ids}, {rows}}, ...}}): arrays, strings, numbers; cjson writes an empty
+// table as {}. Throws BadReply on anything else.
+class SpecParser {
+public:
+    explicit SpecParser(std::string_view text) : t_(text) {}
+
+    std::vector<ZoneSpec> zones() {
+        expect('[');
+        skip_string();  // the name
+        expect(',');
+        std::vector<ZoneSpec> out;
+        if (empty_list()) return out;
+        do {
+            expect('[');
+            ZoneSpec zone;
+            zone.id = string();
+            expect(',');
+            zone.kind = kind_of(string());
+            expect(',');
+            zone.capacity = integer();
+            expect(',');
+            std::vector<std::string> ids = strings();
+            expect(',');
+            std::vector<std::string> rows = strings();
+            expect(']');
+            if (ids.size() != rows.size()) throw BadReply("spec: seats and rows differ in length");
+            zone.seats.reserve(ids.size());
+            for (std::size_t i = 0; i < ids.size(); ++i) {
+                zone.seats.push_back({std::move(ids[i]), std::move(rows[i])});
+            }
+            out.push_back(std::move(zone));
+        } while (next_item());
+        return out;
+    }
+
+private:
+    void ws() {
+        while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\n' || t_[i_] == '\t' || t_[i_] == '\r')) ++i_;
+    }
+    char peek() {
+        ws();
+        if (i_ >= t_.size()) throw BadReply("spec: cut short");
+        return t_[i_];
+    }
+    void expect(char c) {
+        if (peek() != c) throw BadReply(std::string("spec: expected '") + c + "'");
+        ++i_;
+    }
+    // After '[' of a list: true (and past its end) when it is empty; "{}" is an empty list.
+    bool empty_list() {
+        if (peek() == '{') {
+            ++i_;
+            expect('}');
+            return true;
+        }
+        expect('[');
+        if (peek() == ']') {
+            ++i_;
+            return true;
+        }
+        return false;
+    }
+    // After an item: true past a ',', false past the list's ']'.
+    bool next_item() {
+        const char c = peek();
+        ++i_;
+        if (c == ',') return true;
+        if (c == ']') return false;
+        throw BadReply("spec: expected ',' or ']'");
+    }
+    std::int64_t integer() {
+        ws();
+        std::int64_t n = 0;
+        const std::size_t start = i_;
+        while (i_ < t_.size() && t_[i_] >= '0' && t_[i_] <= '9') n = n * 10 + (t_[i_++] - '0');
+        if (i_ == start) throw BadReply("spec: expected a number");
+        return n;
+    }
+    std::string string() {
+        expect('"');
+        std::string out;
+        while (true) {
+            if (i_ >= t_.size()) throw BadReply("spec: unterminated string");
+            const char c = t_[i_++];
+            if (c == '"') return out;
+            if (c != '\\') {
+                out.push_back(c);
+                continue;
+            }
+            if (i_ >= t_.size()) throw BadReply("spec: unterminated escape");
+            const char e = t_[i_++];
+            switch (e) {
+                case 'n': out.push_back('\n'); break;
+                case 't': out.push_back('\t'); break;
+                case 'r': out.push_back('\r'); break;
+                case 'b': out.push_back('\b'); break;
+                case 'f': out.push_back('\f'); break;
+                case 'u': {
+                    // Ids are ASCII; a name's \u escapes are skipped with the name.
+                    if (i_ + 4 > t_.size()) throw BadReply("spec: short \\u escape");
+                    out.push_back(static_cast<char>(std::stoi(std::string(t_.substr(i_, 4)), nullptr, 16)));
+                    i_ += 4;
+                    break;
+                }
+                default: out.push_back(e);  // " \ /
+            }
+        }
+    }
+    void skip_string() { (void)string(); }
+    std::vector<std::string> strings() {
+        std::vector<std::string> out;
+        if (empty_list()) return out;
+        do out.push_back(string());
+        while (next_item());
+        return out;
+    }
+
+    std::string_view t_;
+    std::size_t i_ = 0;
+};
+
+// What seats_page.lua answers.
+struct Piece {
+    EventVersion version = 0;
+    std::int64_t free = 0, held = 0, paid = 0;
+    std::vector<std::pair<SeatState, std::int64_t>> states;  // state, expires_ms
+};
+
+inline Call<Piece> page_call(const Context& c, const std::string& event, const std::string& zone,
+                             const std::vector<SeatSpec>& seats, std::size_t from, std::size_t count) {
+    using A = redis_scripts::args::seats_page;
+    auto args = arguments<A>(count);
+    args[A::prefix] = c.keys.prefix();
+    args[A::event] = event;
+    args[A::log_limit] = c.log_limit;
+    args[A::zone] = zone;
+    for (std::size_t i = from; i < from + count; ++i) args.push_back(seats[i].id);  // A::seats
+    return make_call<Piece>(
+        redis_scripts::seats_page, c.event_keys(event), std::move(args),
+        standard<Piece>(redis_scripts::seats_page, [count](const Reader& r) {
+            Piece p;
+            const auto v = r.integer(1);
+            if (v < 0) throw BadReply("a negative version");
+            p.version = static_cast<EventVersion>(v);
+            p.free = r.integer(2);
+            p.held = r.integer(3);
+            p.paid = r.integer(4);
+            const Reader states = r.array(5);
+            if (states.size() != 2 * count) throw BadReply("not one state per seat asked");
+            p.states.reserve(count);
+            for (std::size_t i = 0; i < states.size(); i += 2) {
+                const auto state = states.integer(i);
+                if (state < 0 || state > 2) throw BadReply("bad seat state");
+                p.states.emplace_back(static_cast<SeatState>(state), states.integer(i + 1));
+            }
+            return p;
+        }));
+}
+
+inline Call<ChangePage> changes_call(const Context& c, const op::changes& o) {
+    using A = redis_scripts::args::changes;
+    auto args = arguments<A>();
+    args[A::prefix] = c.keys.prefix();
+    args[A::event] = o.event;
+    args[A::after] = std::to_string(o.after);
+    args[A::limit] = std::to_string(o.limit);
+    args[A::log_limit] = c.log_limit;
+    return make_call<ChangePage>(
+        redis_scripts::changes, c.event_keys(o.event), std::move(args),
+        standard<ChangePage>(redis_scripts::changes, [](const Reader& r) {
+            ChangePage page;
+            const auto v = r.integer(1);
+            if (v < 0) throw BadReply("a negative version");
+            page.version = static_cast<EventVersion>(v);
+            page.more = r.integer(2) == 1;
+            const Reader list = r.array(3);
+            if (list.size() % 8 != 0) throw BadReply("changes are not groups of 8");
+            page.changes.reserve(list.size() / 8);
+            for (std::size_t i = 0; i < list.size(); i += 8) {
+                SeatChange ch;
+                const auto cv = list.integer(i);
+                const auto state = list.integer(i + 3);
+                if (cv < 1 || state < 0 || state > 2) throw BadReply("bad change");
+                ch.version = static_cast<EventVersion>(cv);
+                ch.zone = list.text(i + 1);
+                ch.seat = list.text(i + 2);
+                ch.state = static_cast<SeatState>(state);
+                if (ch.state == SeatState::held) ch.expires_at = wall(list.integer(i + 4));
+                ch.free = list.integer(i + 5);
+                ch.held = list.integer(i + 6);
+                ch.paid = list.integer(i + 7);
+                page.changes.push_back(std::move(ch));
+            }
+            return page;
+        }));
+}
+
+// One read of a map: the layout, the pieces, then the changes that bring them to one
+// version (see the head of this file).
+template <typename Exec, typename Done>
+struct MapRead : std::enable_shared_from_this<MapRead<Exec, Done>> {
+    MapRead(Exec e, const op::seats& o, Done d) : exec(std::move(e)), step(o), done(std::move(d)) {}
+    Exec exec;
+    op::seats step;
+    Done done;
+    int attempt = 0;
+
+    SeatMap map;
+    // Per zone of the map: the version of each page of its seats, and of its counts.
+    std::vector<std::vector<EventVersion>> page_versions;
+    std::vector<EventVersion> counts_versions;
+    std::size_t zone = 0, page = 0;
+    EventVersion lowest = 0, highest = 0;
+
+    void start() {
+        ++attempt;
+        exec.command({"HGET", exec.context().keys.event_key("event", step.event), "spec"},
+                     [read = this->shared_from_this()](Result<ReplyPtr> spec) {
+                         if (!spec) return read->done(std::move(spec).error());
+                         read->laid_out(spec->get());
+                     });
+    }
+
+    void laid_out(const redisReply* reply) {
+        if (!reply || reply->type == REDIS_REPLY_NIL) {
+            return done(Failure(errc::unknown_event, "no event " + step.event, {step.event}));
+        }
+        if (reply->type != REDIS_REPLY_STRING) {
+            return done(Failure(errc::protocol_error, "unexpected reply to HGET of an event's spec"));
+        }
+        std::vector<ZoneSpec> zones;
+        try {
+            zones = SpecParser({reply->str, reply->len}).zones();
+        } catch (const BadReply& e) {
+            return done(Failure(errc::protocol_error, std::string("unreadable event spec: ") + e.what()));
+        } catch (const std::exception& e) {
+            return done(Failure(errc::protocol_error, std::string("unreadable event spec: ") + e.what()));
+        }
+        map = SeatMap{};
+        page_versions.clear();
+        counts_versions.clear();
+        for (auto& z : zones) {
+            if (step.zone && *step.zone != z.id) continue;
+            ZoneState st;
+            st.zone = z.id;
+            st.kind = z.kind;
+            st.capacity = z.kind == ZoneKind::general_admission
+                              ? z.capacity
+                              : static_cast<std::int64_t>(z.seats.size());
+            st.seats.reserve(z.seats.size());
+            for (auto& seat : z.seats) st.seats.push_back({std::move(seat.id), std::move(seat.row), {}, {}});
+            map.zones.push_back(std::move(st));
+            page_versions.emplace_back();
+            counts_versions.push_back(0);
+        }
+        if (step.zone && map.zones.empty()) {
+            return done(Failure(errc::unknown_zone, "event " + step.event + " has no zone " + *step.zone,
+                                {*step.zone}));
+        }
+        zone = page = 0;
+        lowest = ~EventVersion{0};
+        highest = 0;
+        next_piece();
+    }
+
+    void next_piece() {
+        while (zone < map.zones.size()) {
+            const std::size_t n = map.zones[zone].seats.size();
+            // Every zone is read at least once (its counts); a named zone page by page.
+            if (page == 0 || page * page_seats < n) break;
+            ++zone;
+            page = 0;
+        }
+        if (zone >= map.zones.size()) return catch_up();
+        const ZoneState& z = map.zones[zone];
+        const std::size_t from = page * page_seats;
+        const std::size_t count = std::min(page_seats, z.seats.size() - std::min(from, z.seats.size()));
+        std::vector<SeatSpec> ids;
+        ids.reserve(count);
+        for (std::size_t i = from; i < from + count; ++i) ids.push_back({z.seats[i].id, {}});
+        exec.call(page_call(exec.context(), step.event, z.zone, ids, 0, count),
+                  [read = this->shared_from_this(), from](Result<Piece> piece) {
+                      if (!piece) return read->done(std::move(piece).error());
+                      read->read_piece(*piece, from);
+                  });
+    }
+
+    void read_piece(const Piece& piece, std::size_t from) {
+        ZoneState& z = map.zones[zone];
+        if (piece.version >= counts_versions[zone]) {
+            z.free = piece.free;
+            z.held = piece.held;
+            z.paid = piece.paid;
+            counts_versions[zone] = piece.version;
+        }
+        for (std::size_t i = 0; i < piece.states.size(); ++i) {
+            SeatStatus& s = z.seats[from + i];
+            s.state = piece.states[i].first;
+            s.expires_at = s.state == SeatState::held ? wall(piece.states[i].second) : WallTime{};
+        }
+        page_versions[zone].push_back(piece.version);
+        lowest = std::min(lowest, piece.version);
+        highest = std::max(highest, piece.version);
+        ++page;
+        next_piece();
+    }
+
+    // Every piece at one version already, or the changes after the oldest one.
+    void catch_up() {
+        if (lowest >= highest) {
+            map.version = highest;
+            return done(std::move(map));
+        }
+        fetch(lowest);
+    }
+
+    void fetch(EventVersion after) {
+        exec.call(changes_call(exec.context(), op::changes{step.event, after, catch_up_changes}),
+                  [read = this->shared_from_this()](Result<ChangePage> page) {
+                      if (page.is(errc::changes_trimmed) && read->attempt < read_attempts) {
+                          return read->start();
+                      }
+                      if (!page) return read->done(std::move(page).error());
+                      read->apply_page(*page);
+                  });
+    }
+
+    void apply_page(const ChangePage& page) {
+        std::unordered_map<std::string_view, std::size_t> zones;
+        for (std::size_t z = 0; z < map.zones.size(); ++z) zones.emplace(map.zones[z].zone, z);
+        for (const SeatChange& c : page.changes) {
+            auto it = zones.find(c.zone);
+            if (it == zones.end()) continue;
+            const std::size_t z = it->second;
+            ZoneState& st = map.zones[z];
+            if (c.version > counts_versions[z]) {
+                st.free = c.free;
+                st.held = c.held;
+                st.paid = c.paid;
+                counts_versions[z] = c.version;
+            }
+            if (c.seat.empty()) continue;
+            auto& index = seat_index(z);
+            auto seat = index.find(c.seat);
+            if (seat == index.end()) continue;
+            // Only what happened after the piece that read the seat.
+            if (c.version <= page_versions[z][seat->second / page_seats]) continue;
+            SeatStatus& s = st.seats[seat->second];
+            s.state = c.state;
+            s.expires_at = c.state == SeatState::held ? c.expires_at : WallTime{};
+        }
+        // A page ends between steps: once past every piece, the map is at its version.
+        if (page.version < highest && page.more) return fetch(page.version);
+        map.version = std::max(page.version, highest);
+        done(std::move(map));
+    }
+
+    std::unordered_map<std::string_view, std::size_t>& seat_index(std::size_t z) {
+        if (seat_indexes.size() < map.zones.size()) seat_indexes.resize(map.zones.size());
+        auto& index = seat_indexes[z];
+        if (index.empty()) {
+            const auto& seats = map.zones[z].seats;
+            index.reserve(seats.size());
+            for (std::size_t i = 0; i < seats.size(); ++i) index.emplace(seats[i].id, i);
+        }
+        return index;
+    }
+    std::vector<std::unordered_map<std::string_view, std::size_t>> seat_indexes;
+};
+
+}  // namespace seat_map_codec
+
+template <>
+struct Codec<op::seats> {
+    template <typename Exec, typename Done>
+    static void run(Exec exec, const op::seats& o, Done done) {
+        if (!is_valid_id(o.event)) {
+            return done(Failure(errc::unknown_event, "no event " + o.event, {o.event}));
+        }
+        if (o.zone && !is_valid_id(*o.zone)) {
+            return done(Failure(errc::unknown_zone, "event " + o.event + " has no zone " + *o.zone,
+                                {*o.zone}));
+        }
+        std::make_shared<seat_map_codec::MapRead<Exec, Done>>(std::move(exec), o, std::move(done))
+            ->start();
+    }
+};
+
+template <>
+struct Codec<op::changes> {
+    static Result<Call<ChangePage>> call(const Context& c, const op::changes& o) {
+        if (!is_valid_id(o.event)) return Failure(errc::unknown_event, "no event " + o.event, {o.event});
+        if (o.after > max_script_version) {
+            return Failure(errc::invalid_argument,
+                           "version " + std::to_string(o.after) + " is beyond what Redis counts");
+        }
+        return seat_map_codec::changes_call(c, o);
+    }
+};
+
+}  // namespace seatlock::redis_detail
