@@ -9,6 +9,9 @@
 //   WallTime now();                the backend's now, on the wall clock
 //   void lose_data();              the storage forgets every event, hold and order, as a
 //                                  server restarted without persistence does
+//   std::unique_ptr<backend_type> backend_with_log_limit(std::size_t n);
+//                                  a backend whose events' change logs keep n steps (on
+//                                  the same storage where it can be: Redis)
 // and may have, for the model test (model_test.hpp):
 //   static constexpr int model_steps;  steps per thread instead of the default
 //   void pause_in_check();             called between a check's clock read and its query
@@ -19,6 +22,7 @@
 #include "async_api.hpp"
 
 #include <chrono>
+#include <memory>
 #include <thread>
 
 namespace seatlock::testing {
@@ -32,6 +36,9 @@ struct MemoryFixture {
     void advance(Millis d) { std::this_thread::sleep_for(d); }
     WallTime now() const { return std::chrono::system_clock::now(); }
     void lose_data() { backend_.wipe(); }
+    std::unique_ptr<MemoryBackend> backend_with_log_limit(std::size_t n) {
+        return std::make_unique<MemoryBackend>(64, n);
+    }
 
     MemoryBackend backend_;
 };
@@ -55,6 +62,9 @@ struct FakeFixture {
     void advance(Millis d) { backend_.advance(d); }
     WallTime now() const { return backend_.now(); }
     void lose_data() { backend_.wipe(); }
+    std::unique_ptr<FakeBackend> backend_with_log_limit(std::size_t n) {
+        return std::make_unique<FakeBackend>(backend_.now(), n);
+    }
 
     FakeBackend backend_;
 };

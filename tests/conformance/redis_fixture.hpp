@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -23,6 +24,12 @@ struct RedisFixtureBase {
     RedisBackend& backend() { return backend_; }
     void advance(Millis d) { std::this_thread::sleep_for(d); }
     WallTime now() const { return std::chrono::system_clock::now(); }
+    /// Another backend on the same servers and prefix, whose writes keep n steps per log.
+    std::unique_ptr<RedisBackend> backend_with_log_limit(std::size_t n) {
+        RedisOptions o = backend_.options();
+        o.change_log_limit = n;
+        return std::make_unique<RedisBackend>(o);
+    }
 
 protected:
     static RedisOptions with_own_prefix(RedisOptions o) {

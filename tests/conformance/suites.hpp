@@ -3,6 +3,7 @@
 // SEATLOCK_CONFORMANCE_SUITE(Fixture) in the backend's test program.
 #pragma once
 
+#include "change_feed_conformance.hpp"
 #include "hold_conformance.hpp"
 #include "lock_conformance.hpp"
 #include "model_test.hpp"
@@ -17,4 +18,5 @@
     SEATLOCK_HOLD_CONFORMANCE(__VA_ARGS__);          \
     SEATLOCK_RETRY_CONFORMANCE(__VA_ARGS__);         \
     SEATLOCK_VERSION_CONFORMANCE(__VA_ARGS__);       \
+    SEATLOCK_CHANGE_FEED_CONFORMANCE(__VA_ARGS__);   \
     SEATLOCK_MODEL_TEST(__VA_ARGS__)

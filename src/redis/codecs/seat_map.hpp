@@ -31,9 +31,9 @@ namespace seatlock::redis_detail {
 namespace seat_map_codec {
 
 /// Seats per seats_page call: short calls on any venue (docs/redis.md, "The seat map").
-inline constexpr std::size_t page_seats = 500;
+inline constexpr std::size_t page_seats = 250;
 /// Changes per changes call while a map is brought to one version.
-inline constexpr std::size_t catch_up_changes = 1000;
+inline constexpr std::size_t catch_up_changes = 250;
 /// How many times a read starts again after the log was trimmed under it.
 inline constexpr int read_attempts = 3;
 

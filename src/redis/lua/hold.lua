@@ -11,12 +11,14 @@
 -- token follows); or a refusal. version: the event's, which every hold that succeeds
 -- raises by one (field ver, read by the HMGET and written by the HSET a new hold does
 -- anyway; a remembered one is answered after one HINCRBY).
--- A hold of named seats runs 6 commands: TIME, one HMGET of the event hash (event, timers,
+-- A hold of named seats runs 10 commands: TIME, one HMGET of the event hash (event, timers,
 -- zone, an earlier try with this token, the holder's counters, the version), ZMSCORE and
 -- ZREM on the zone's free set, one HSET of the event hash (the hold, the holder's counter,
--- the version) and one ZADD of the deadline. A hold of a quantity in a general-admission
--- zone runs 6 too, or 5 when every place it gets is new: the HMGET reads the zone's next
--- place as well, ZRANGE finds the lowest released places, ZREM takes them.
+-- the version), one ZADD of the deadline, then HSET of the held seats' expiries, and the
+-- change log's HMGET, ZCARD (the zone's counts) and XADD (write_log). A hold of a quantity
+-- in a general-admission zone runs 9, or 8 when every place it gets is new: the HMGET
+-- reads the zone's next place as well, ZRANGE finds the lowest released places, ZREM
+-- takes them; no held seat expiry is kept.
 local kind = ARGV[@kind]
 if kind ~= 'seats' and kind ~= 'quantity' and kind ~= 'best_available' then
   malformed('hold kind (ARGV[@kind])')

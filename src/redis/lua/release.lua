@@ -7,7 +7,8 @@
 --! ARGV prefix event token log_limit
 -- Returns the event's version after the release, which every release that succeeds raises
 -- by one (a bare integer, above 0: a table costs a reply more to write), or a refusal.
--- Runs 8 commands: TIME, HMGET of the event hash, ZADD of the seats, HINCRBY of the
+-- Runs 12 commands: TIME, HMGET of the event hash, ZADD of the seats, HDEL of their held
+-- expiries, the change log's HMGET, ZCARD and XADD (write_log), HINCRBY of the
 -- holder's counter, ZREM of the deadline, HDEL of the hold (and of the counter, once at 0),
 -- HSET of the minute's hash of released holds (and, once a minute, its PEXPIREAT and the
 -- HSET of "rb"), HINCRBY of the version (raise_version: no write of the event hash here

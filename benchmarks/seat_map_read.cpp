@@ -1,0 +1,199 @@
+// benchmarks/seat_map_read.cpp: seatlock-seat-map-bench, the longest Redis call while a
+// large venue's seat map is read through SeatHoldStore::seats().
+//
+// A private redis-server holds one event of `--seats` named seats (default 100,000: 40
+// zones of 2,500 seats in rows of 25), a tenth of them held and a twentieth paid. Redis's
+// slow log is set to record every command (slowlog-log-slower-than 0), then the map is
+// read `--reads` times, blocking and asynchronously, while a second thread holds and
+// releases seats (so the pieces of one read land at several versions and the change log
+// brings them together). The slow log then lists every call and its duration: the
+// program reports the longest, the number of calls per read, and the whole read's time,
+// as text and, with --json FILE, as JSON. Exits 1 when a call took 1 ms or more.
+//
+//     seatlock-seat-map-bench [--seats N] [--reads N] [--json FILE]
+#include "redis_client.hpp"
+
+#include <seatlock/backends/redis.hpp>
+#include <seatlock/hold_store.hpp>
+
+#include "support/redis_server.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace seatlock;
+using Clock = std::chrono::steady_clock;
+
+EventSpec venue(int seats) {
+    EventSpec spec{"stadium", "A large venue", {}};
+    constexpr int per_zone = 2500, per_row = 25;
+    for (int z = 0; z * per_zone < seats; ++z) {
+        std::vector<SeatSpec> list;
+        for (int s = 0; s < per_zone && z * per_zone + s < seats; ++s) {
+            const std::string row = "R" + std::to_string(s / per_row + 1);
+            list.push_back({row + "-" + std::to_string(s % per_row + 1), row});
+        }
+        spec.zones.push_back(ZoneSpec::named("S" + std::to_string(z + 1), std::move(list)));
+    }
+    return spec;
+}
+
+struct SlowCall {
+    std::int64_t us = 0;
+    std::string command;
+};
+
+// Every call the slow log recorded since the last reset, longest first.
+std::vector<SlowCall> slow_calls(bench::Connection& admin) {
+    bench::Reply r = admin.command({"SLOWLOG", "GET", "-1"});
+    std::vector<SlowCall> out;
+    for (std::size_t i = 0; r && i < r->elements; ++i) {
+        const redisReply* e = r->element[i];
+        SlowCall c;
+        c.us = e->element[2]->integer;
+        const redisReply* argv = e->element[3];
+        for (std::size_t a = 0; a < std::min<std::size_t>(argv->elements, 2); ++a) {
+            c.command += (a ? " " : "") + std::string(argv->element[a]->str, argv->element[a]->len);
+        }
+        out.push_back(std::move(c));
+    }
+    std::sort(out.begin(), out.end(), [](const SlowCall& a, const SlowCall& b) { return a.us > b.us; });
+    return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int seats = 100'000, reads = 5;
+    std::string json;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string flag = argv[i];
+        if (flag == "--seats") seats = std::stoi(argv[i + 1]);
+        else if (flag == "--reads") reads = std::stoi(argv[i + 1]);
+        else if (flag == "--json") json = argv[i + 1];
+        else {
+            fmt::print(stderr, "usage: seatlock-seat-map-bench [--seats N] [--reads N] [--json FILE]\n");
+            return 2;
+        }
+    }
+    testing::RedisServer server;
+    RedisOptions options;
+    options.host = server.host();
+    options.port = server.port();
+    options.command_timeout = std::chrono::seconds(30);
+    RedisBackend backend(options);
+    HoldPolicy policy;
+    policy.max_seats_per_holder = 0;
+    SeatHoldStore store(backend, policy);
+    const EventSpec spec = venue(seats);
+    store.create_event(spec).value();
+    // A tenth held, a twentieth paid.
+    int n = 0;
+    for (const auto& zone : spec.zones) {
+        for (std::size_t s = 0; s < zone.seats.size(); s += 10, ++n) {
+            auto h = store.hold("stadium", "buyer-" + std::to_string(n), named_seats(zone.id, {zone.seats[s].id}));
+            if (h && n % 2 == 0) store.confirm(h->token, "order-" + std::to_string(n)).value();
+        }
+    }
+
+    bench::Connection admin(server.host(), server.port());
+    admin.command({"CONFIG", "SET", "slowlog-log-slower-than", "0"});
+    admin.command({"CONFIG", "SET", "slowlog-max-len", "100000"});
+
+    // Sales go on while the map is read.
+    std::atomic<bool> stop{false};
+    std::atomic<int> sales{0};
+    std::thread seller([&] {
+        const auto& zone = spec.zones.front();
+        for (std::size_t s = 1; !stop; s = s % (zone.seats.size() - 1) + 1) {
+            if (s % 10 == 0) continue;
+            auto h = store.hold("stadium", "walk-in", named_seats(zone.id, {zone.seats[s].id}));
+            if (h) {
+                (void)store.release(h->token);
+                sales += 2;
+            }
+        }
+    });
+
+    boost::asio::io_context io;
+    std::int64_t longest = 0, calls = 0, read_us = 0;
+    std::string longest_command;
+    std::map<std::string, std::vector<std::int64_t>> times_of;  // per FCALL function
+    std::size_t zones = 0;
+    for (int r = 0; r < 2 * reads; ++r) {
+        admin.command({"SLOWLOG", "RESET"});
+        const auto t0 = Clock::now();
+        Result<SeatMap> map = r % 2 == 0 ? store.seats("stadium")
+                                         : [&] {
+                                               auto f = store.async_seats("stadium", boost::asio::use_future);
+                                               io.restart();
+                                               io.run();
+                                               return f.get();
+                                           }();
+        read_us += std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
+        if (!map) {
+            fmt::print(stderr, "seats() failed: {}\n", map.error().detail);
+            stop = true;
+            seller.join();
+            return 1;
+        }
+        zones = map->zones.size();
+        const auto log = slow_calls(admin);
+        for (const auto& c : log) {
+            if (c.command.rfind("SLOWLOG", 0) == 0) continue;
+            // Commands a function runs are logged too: the function's time includes theirs.
+            if (c.command.rfind("FCALL", 0) != 0) continue;
+            times_of[c.command].push_back(c.us);
+            if (c.command.find("_seats_page") != std::string::npos || c.command.find("_changes") != std::string::npos) ++calls;
+            if (c.us > longest) {
+                longest = c.us;
+                longest_command = c.command;
+            }
+        }
+    }
+    stop = true;
+    seller.join();
+
+    const int total = 2 * reads;
+    fmt::print("seat map of {} seats in {} zones, read {} times (half blocking, half async) "
+               "while {} holds and releases ran:\n",
+               seats, zones, total, sales.load());
+    fmt::print("  longest Redis call: {} us ({}); per function (slow log durations, wall time):\n",
+               longest, longest_command);
+    std::string functions;
+    for (auto& entry : times_of) {
+        auto& us = entry.second;
+        std::sort(us.begin(), us.end());
+        const auto at = [&us](double q) { return us[static_cast<std::size_t>(q * static_cast<double>(us.size() - 1))]; };
+        fmt::print("    {:<44} {:>6} calls  p50 {:>5} us  p99 {:>6} us  max {:>6} us\n", entry.first,
+                   us.size(), at(0.5), at(0.99), us.back());
+        functions += fmt::format("{}{{\"function\": \"{}\", \"calls\": {}, \"p50_us\": {}, \"p99_us\": {}, \"max_us\": {}}}",
+                                 functions.empty() ? "" : ", ", entry.first, us.size(), at(0.5), at(0.99), us.back());
+    }
+    fmt::print("  function calls per read (seats_page and changes): {:.0f}\n",
+               static_cast<double>(calls) / total);
+    fmt::print("  one whole read: {:.1f} ms\n", static_cast<double>(read_us) / total / 1000.0);
+    if (!json.empty()) {
+        std::ofstream out(json);
+        out << fmt::format(
+            "{{\"seats\": {}, \"zones\": {}, \"reads\": {}, \"longest_redis_call_us\": {}, "
+            "\"longest_redis_call\": \"{}\", \"calls_per_read\": {:.1f}, \"read_ms\": {:.2f}, "
+            "\"functions\": [{}]}}\n",
+            seats, zones, total, longest, longest_command, static_cast<double>(calls) / total,
+            static_cast<double>(read_us) / total / 1000.0, functions);
+    }
+    return longest >= 1000 ? 1 : 0;
+}
