@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cstdlib>
 #include <boost/json.hpp>
 #include <boost/url/parse.hpp>
 #include <initializer_list>
@@ -14,6 +15,7 @@
 
 #include "log.hpp"
 #include "web_assets.hpp"
+#include "wire_form.hpp"
 
 namespace ticketing {
 namespace http = boost::beast::http;
@@ -100,21 +102,6 @@ json::object to_json(const seatlock::Order& order) {
             {"hold_token", order.hold_token},
             {"status", order.cancelled ? "cancelled" : "paid"},
             {"paid_at", iso_time(order.paid_at)}};
-}
-
-json::object to_json(const seatlock::ZoneState& zone) {
-    json::object out{{"zone", zone.zone},         {"kind", to_string(zone.kind)},
-                     {"capacity", zone.capacity}, {"free", zone.free},
-                     {"held", zone.held},         {"paid", zone.paid}};
-    if (zone.kind == seatlock::ZoneKind::named) {
-        json::array seats;
-        for (const auto& seat : zone.seats) {
-            seats.push_back(
-                json::object{{"id", seat.id}, {"row", seat.row}, {"state", to_string(seat.state)}});
-        }
-        out["seats"] = std::move(seats);
-    }
-    return out;
 }
 
 json::object to_json(const seatlock::EventSpec& event) {
@@ -204,6 +191,7 @@ bool none_match_names(const HttpRequest& request, std::string_view tag) {
 HttpResponse conditional(const HttpRequest& request, HttpResponse response) {
     if (request.method() != http::verb::get || response.result() != http::status::ok)
         return response;
+    if (response.count(http::field::etag) != 0) return response;  // tagged by its handler
     const std::string tag = entity_tag(response.body());
     response.set(http::field::etag, tag);
     response.set(http::field::cache_control, "no-cache");
@@ -212,6 +200,53 @@ HttpResponse conditional(const HttpRequest& request, HttpResponse response) {
     for (const auto field : {http::field::etag, http::field::cache_control})
         unchanged.set(field, response[field]);
     return unchanged;
+}
+
+// Whether Accept-Encoding takes gzip (a q of 0 refuses it).
+bool accepts_gzip(const HttpRequest& request) {
+    const auto [first, last] = request.equal_range(http::field::accept_encoding);
+    for (auto line = first; line != last; ++line) {
+        std::string_view list(line->value().data(), line->value().size());
+        while (!list.empty()) {
+            const auto comma = list.find(',');
+            std::string_view item = list.substr(0, comma);
+            list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+            std::string_view params;
+            if (const auto semi = item.find(';'); semi != std::string_view::npos) {
+                params = item.substr(semi + 1);
+                item = item.substr(0, semi);
+            }
+            while (!item.empty() && (item.front() == ' ' || item.front() == '\t'))
+                item.remove_prefix(1);
+            while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+            if (!boost::beast::iequals(item, "gzip") && item != "*") continue;
+            // "gzip;q=0" refuses it; any other weight takes it.
+            const auto q = params.find("q=");
+            if (q != std::string_view::npos) {
+                const std::string weight(params.substr(q + 2));
+                if (std::strtod(weight.c_str(), nullptr) <= 0.0) return false;
+            }
+            return true;
+        }
+    }
+    return false;
+}
+
+// A version from a query parameter or header; nullopt when it is not a whole number.
+std::optional<seatlock::EventVersion> parse_version(std::string_view text) {
+    if (text.empty() || text.size() > 19) return std::nullopt;
+    seatlock::EventVersion value = 0;
+    for (const char c : text) {
+        if (c < '0' || c > '9') return std::nullopt;
+        value = value * 10 + static_cast<seatlock::EventVersion>(c - '0');
+    }
+    return value;
+}
+
+// The seat map's entity tags: its version, "-gzip" for the compressed copy (a strong tag
+// names one representation).
+std::string version_tag(seatlock::EventVersion version, bool gzipped) {
+    return fmt::format("\"{}{}\"", version, gzipped ? "-gzip" : "");
 }
 
 // ---- reading requests
@@ -472,17 +507,121 @@ Api::Answer Api::events(Call& call) {
 
 Api::Answer Api::seats(Call& call) {
     std::optional<std::string> zone;
+    std::optional<std::string> since_text;
     for (const auto& [key, value] : call.query) {
-        if (key != "zone")
-            bad_input(fmt::format("unknown query parameter '{}'; expected zone", key));
-        zone = value;
+        if (key == "zone")
+            zone = value;
+        else if (key == "since")
+            since_text = value;
+        else
+            bad_input(fmt::format("unknown query parameter '{}'; expected zone or since", key));
     }
-    auto zones = co_await ticketing_->seats(call.params[0], zone);
-    if (!zones) co_return failure(call, zones.error());
-    json::array list;
-    for (const auto& z : *zones) list.push_back(to_json(z));
-    co_return json_response(http::status::ok,
-                            json::object{{"event", call.params[0]}, {"zones", std::move(list)}});
+    const std::string& event = call.params[0];
+    if (auto ok = seatlock::validate_id("event", event); !ok) bad_input(ok.error().detail);
+    if (!feed_->knows(event)) {
+        co_return failure(call, seatlock::Failure(errc::unknown_event,
+                                                  "no event " + event + " on sale here"));
+    }
+    // A buyer reads their own writes: the snapshot is waited for until it covers the
+    // writes this process answered (the reader is woken by them).
+    auto snapshot = co_await feed_->fresh(event, std::chrono::milliseconds(500));
+    if (!snapshot) {
+        auto response = error_with_details(
+            http::status::service_unavailable, "storage_unavailable",
+            "the seat map of " + event + " has not been read from the storage yet",
+            json::object{{"retry_safe", true}});
+        response.set(http::field::retry_after, "1");
+        co_return response;
+    }
+    if (since_text) {
+        if (zone) bad_input("give zone or since, not both");
+        const auto after = parse_version(*since_text);
+        if (!after) bad_input("since must be a version (a whole number)");
+        const ChangesSince found = feed_->since(event, *after);
+        if (found.outcome != ChangesSince::Outcome::ok) {
+            const bool trimmed = found.outcome == ChangesSince::Outcome::trimmed;
+            co_return error_with_details(
+                http::status::gone, trimmed ? "changes_trimmed" : "version_unknown",
+                trimmed ? fmt::format("the changes after version {} are no longer kept: read "
+                                      "the whole map again",
+                                      *after)
+                        : fmt::format("version {} is ahead of this server's {}: read the whole "
+                                      "map again",
+                                      *after, found.snapshot->version),
+                json::object{{"version", found.snapshot->version}});
+        }
+        HttpResponse response(http::status::ok, 11);
+        response.set(http::field::content_type, "application/json");
+        response.set(http::field::cache_control, "no-cache");
+        response.set(http::field::etag, version_tag(found.snapshot->version, false));
+        response.body() = encode_changes(*found.snapshot, *after, found.changes);
+        co_return response;
+    }
+    int only = -1;
+    if (zone) {
+        only = snapshot->zone_index(*zone);
+        if (only < 0) {
+            co_return failure(call, seatlock::Failure(errc::unknown_zone,
+                                                      "no zone " + *zone + " in event " + event));
+        }
+    }
+    const bool gzipped = !zone && accepts_gzip(call.request);
+    const std::string tag = version_tag(snapshot->version, gzipped);
+    HttpResponse response(http::status::ok, 11);
+    response.set(http::field::etag, tag);
+    response.set(http::field::cache_control, "no-cache");
+    response.set(http::field::vary, "Accept-Encoding");
+    // The version is the validator: either representation's tag of it matches.
+    if (none_match_names(call.request, version_tag(snapshot->version, false)) ||
+        none_match_names(call.request, version_tag(snapshot->version, true))) {
+        metrics_->seat_map_served(true);
+        response.result(http::status::not_modified);
+        co_return response;
+    }
+    metrics_->seat_map_served(false);
+    response.set(http::field::content_type, "application/json");
+    if (zone) {
+        response.body() = encode_map(*snapshot, only);
+    } else if (gzipped) {
+        response.set(http::field::content_encoding, "gzip");
+        response.body() = snapshot->full().gzip;
+    } else {
+        response.body() = snapshot->full().body;
+    }
+    co_return response;
+}
+
+std::optional<std::variant<StreamStart, HttpResponse>> Api::stream_request(
+    const HttpRequest& request) const {
+    if (request.method() != http::verb::get) return std::nullopt;
+    const std::string_view target(request.target().data(), request.target().size());
+    const auto url = boost::urls::parse_origin_form(target);
+    if (!url) return std::nullopt;
+    std::vector<std::string> path;
+    for (auto segment : url->segments()) path.emplace_back(segment);
+    if (path.size() != 3 || path[0] != "events" || path[2] != "stream") return std::nullopt;
+    if (!url->params().empty()) {
+        return error_response(http::status::bad_request, "invalid_argument",
+                              "the stream takes no query parameters (resume with Last-Event-ID)");
+    }
+    StreamStart start{path[1], std::nullopt};
+    if (!feed_->knows(start.event)) {
+        return error_response(http::status::not_found, "unknown_event",
+                              "no event " + start.event + " on sale here");
+    }
+    if (!feed_->current(start.event)) {
+        auto response = error_with_details(
+            http::status::service_unavailable, "storage_unavailable",
+            "the seat map of " + start.event + " has not been read from the storage yet",
+            json::object{{"retry_safe", true}});
+        response.set(http::field::retry_after, "1");
+        return response;
+    }
+    // A Last-Event-ID that is not a version is ignored: the stream starts with the map.
+    if (const auto last = request.find("Last-Event-ID"); last != request.end()) {
+        start.last_event_id = parse_version(std::string_view(last->value().data(), last->value().size()));
+    }
+    return start;
 }
 
 Api::Answer Api::hold(Call& call) {
@@ -509,6 +648,7 @@ Api::Answer Api::hold(Call& call) {
     }
     call.retry_safe = !key.empty();
     auto hold = co_await ticketing_->hold(user, call.params[0], request, key);
+    feed_->note_write();  // whatever the answer: the storage may have changed
     if (!hold) co_return failure(call, hold.error());
     // A replay answers what the first request made, as it stands now.
     auto response =
@@ -527,6 +667,7 @@ Api::Answer Api::extend(Call& call) {
     const seatlock::Millis asked =
         std::chrono::seconds(ttl < extend_clamp_s ? ttl : extend_clamp_s);
     auto hold = co_await ticketing_->extend(user, call.params[0], asked);
+    feed_->note_write();  // whatever the answer: the storage may have changed
     if (!hold) co_return failure(call, hold.error());
     co_return json_response(http::status::ok, to_json(*hold));
 }
@@ -537,6 +678,7 @@ Api::Answer Api::confirm(Call& call) {
     only_fields(body, {"payment_id"});
     const std::string payment_id = string_field(body, "payment_id");
     auto order = co_await ticketing_->confirm(user, call.params[0], payment_id);
+    feed_->note_write();  // whatever the answer: the storage may have changed
     if (!order) co_return failure(call, order.error());
     co_return json_response(http::status::ok, to_json(*order));
 }
@@ -545,6 +687,7 @@ Api::Answer Api::release(Call& call) {
     const std::string user = buyer(call.request);
     only_fields(body_object(call.request, false), {});
     auto released = co_await ticketing_->release(user, call.params[0]);
+    feed_->note_write();  // whatever the answer: the storage may have changed
     if (!released) co_return failure(call, released.error());
     co_return HttpResponse(http::status::no_content, 11);
 }
@@ -553,6 +696,7 @@ Api::Answer Api::cancel(Call& call) {
     const std::string user = buyer(call.request);
     only_fields(body_object(call.request, false), {});
     auto order = co_await ticketing_->cancel(user, call.params[0]);
+    feed_->note_write();  // whatever the answer: the storage may have changed
     if (!order) co_return failure(call, order.error());
     co_return json_response(http::status::ok, to_json(*order));
 }

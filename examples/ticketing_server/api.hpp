@@ -5,7 +5,9 @@
 //
 //   GET    /healthz                       200
 //   GET    /events                        200 {"events": [...]}
-//   GET    /events/{event}/seats[?zone=]  200 {"event", "zones": [...]}
+//   GET    /events/{event}/seats[?zone=]  200 the seat map in the wire form (wire_form.hpp)
+//   GET    /events/{event}/seats?since=V  200 the changes after version V; 410 when gone
+//   GET    /events/{event}/stream         Server-Sent Events (http_server.hpp streams it)
 //   POST   /events/{event}/holds          201 {"token", "seats", "expires_at", ...}
 //   POST   /holds/{token}/extend          200 the hold
 //   POST   /holds/{token}/confirm         200 the order
@@ -16,8 +18,10 @@
 //   GET    /metrics                       200 Prometheus text
 //   GET    /, /assets/{file}              the seat-map page (web_assets.hpp)
 //
-// Every GET answered 200 carries an ETag (a hash of its body) and is answered 304 Not
-// Modified when If-None-Match names it: the page polls the seat map that way.
+// Every GET answered 200 carries an ETag and is answered 304 Not Modified when
+// If-None-Match names it: the page polls the seat map that way. The seat map's tag is
+// its version; it is answered from the process's snapshot (seat_feed.hpp) with no
+// storage call, and a 304 costs no encoding either. Other tags are a hash of the body.
 // Every error is JSON: {"error": "<code>", "message": "...", ...}; see docs/ticketing-server.md.
 #pragma once
 
@@ -25,7 +29,12 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include <optional>
+#include <seatlock/vocabulary.hpp>
+#include <variant>
+
 #include "metrics.hpp"
+#include "seat_feed.hpp"
 #include "ticketing.hpp"
 
 namespace ticketing {
@@ -33,10 +42,24 @@ namespace ticketing {
 using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
 
+/// A seat map stream to open: its event, and the version the viewer has (Last-Event-ID).
+struct StreamStart {
+    std::string event;
+    std::optional<seatlock::EventVersion> last_event_id;
+};
+
 class Api {
 public:
-    /// Both must outlive the Api.
-    Api(Ticketing& ticketing, Metrics& metrics) : ticketing_(&ticketing), metrics_(&metrics) {}
+    /// All three must outlive the Api.
+    Api(Ticketing& ticketing, Metrics& metrics, SeatFeed& feed)
+        : ticketing_(&ticketing), metrics_(&metrics), feed_(&feed) {}
+
+    /// When `request` is GET /events/{event}/stream: the stream to open, or the error
+    /// answer (unknown event, no snapshot yet). Nothing for any other request.
+    std::optional<std::variant<StreamStart, HttpResponse>> stream_request(
+        const HttpRequest& request) const;
+    /// The process's seat feed.
+    SeatFeed& feed() const { return *feed_; }
 
     /// Answers one request: a coroutine that never blocks its thread (Ticketing's calls
     /// wait on timers, the storage's replies and the database's thread). Never throws:
@@ -67,6 +90,7 @@ private:
 
     Ticketing* ticketing_;
     Metrics* metrics_;
+    SeatFeed* feed_;
 };
 
 /// A JSON error response: {"error": code, "message": message}.

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <boost/asio/write.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
@@ -21,6 +23,8 @@
 #include <vector>
 
 #include "log.hpp"
+#include "seat_feed.hpp"
+#include "wire_form.hpp"
 
 namespace ticketing {
 namespace asio = boost::asio;
@@ -142,7 +146,7 @@ struct HttpServer::Connections {
     std::unordered_map<const void*, std::weak_ptr<Session>> sessions;
 };
 
-class HttpServer::Session : public std::enable_shared_from_this<Session> {
+class HttpServer::Session : public FeedListener, public std::enable_shared_from_this<Session> {
 public:
     Session(tcp::socket socket, std::shared_ptr<Connections> connections, Api& api,
             Metrics& metrics, const HttpLimits& limits)
@@ -150,9 +154,12 @@ public:
           connections_(std::move(connections)),
           api_(api),
           metrics_(metrics),
-          limits_(limits) {}
+          limits_(limits),
+          coalesce_timer_(stream_.get_executor()),
+          heartbeat_timer_(stream_.get_executor()) {}
 
-    ~Session() {
+    ~Session() override {
+        if (streaming_) metrics_.stream_viewers(-1);
         std::lock_guard lock(connections_->mutex);
         connections_->sessions.erase(this);
         if (connections_->sessions.empty()) connections_->empty.notify_all();
@@ -249,6 +256,11 @@ private:
     void handle() {
         const auto started = std::chrono::steady_clock::now();
         HttpRequest request = parser_->release();
+        if (auto stream = api_.stream_request(request)) {
+            if (auto* start = std::get_if<StreamStart>(&*stream)) return start_stream(*start);
+            return answer(std::move(std::get<HttpResponse>(*stream)), request.version(),
+                          request.keep_alive(), started);
+        }
         const unsigned version = request.version();
         const bool keep_alive = request.keep_alive();
         asio::co_spawn(stream_.get_executor(), api_.handle(std::move(request)),
@@ -322,6 +334,8 @@ private:
 
     void on_stop() {
         stopping_ = true;
+        // A stream has no end of its own: it ends now, frames unsent or not.
+        if (streaming_) return end_stream();
         // A connection waiting for a request, or for the rest of one, closes now: nothing
         // was done for it yet, and a client that is slow or gone must not hold up the
         // exit. A request being handled or answered is finished first (answered with
@@ -330,9 +344,161 @@ private:
     }
 
     void close() {
+        coalesce_timer_.cancel();
+        heartbeat_timer_.cancel();
         beast::error_code ignored;
         stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
         stream_.close();
+    }
+
+    // ---- seat map streams (Server-Sent Events)
+
+public:
+    /// From the seat feed's reader: the event moved on. Only notes it; the frame is made
+    /// on this connection's strand, at most once per `coalesce`.
+    void wake() override {
+        if (woken_.exchange(true)) return;
+        asio::post(stream_.get_executor(), [self = shared_from_this()] {
+            self->woken_ = false;
+            self->dirty_ = true;
+            self->compose();
+        });
+    }
+
+private:
+    void start_stream(const StreamStart& start) {
+        streaming_ = true;
+        stream_event_ = start.event;
+        metrics_.stream_viewers(1);
+        metrics_.request_done(200, std::chrono::steady_clock::duration{});
+        beast::error_code ignored;
+        stream_.socket().set_option(asio::socket_base::send_buffer_size(limits_.send_buffer),
+                                    ignored);
+        stream_.socket().set_option(tcp::no_delay(true), ignored);
+        pending_ =
+            "HTTP/1.1 200 OK\r\nServer: seatlock-ticketing\r\n"
+            "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+            "X-Accel-Buffering: no\r\nConnection: close\r\n\r\n"
+            "retry: 1000\n\n";
+        // The first frame: the changes after the viewer's version when this process still
+        // has them, the whole map otherwise.
+        SeatFeed& feed = api_.feed();
+        if (start.last_event_id) {
+            const ChangesSince found = feed.since(stream_event_, *start.last_event_id);
+            if (found.outcome == ChangesSince::Outcome::ok) {
+                if (!found.changes.empty() || found.snapshot->version != *start.last_event_id) {
+                    pending_ += sse_frame(
+                        found.snapshot->version, "changes",
+                        encode_changes(*found.snapshot, *start.last_event_id, found.changes));
+                    metrics_.stream_frame();
+                }
+                sent_ = found.snapshot->version;
+                has_sent_ = true;
+            }
+        }
+        if (!has_sent_) {
+            const auto snapshot = feed.current(stream_event_);
+            pending_ += snapshot->snapshot_frame();
+            metrics_.stream_frame();
+            sent_ = snapshot->version;
+            has_sent_ = true;
+        }
+        last_frame_ = std::chrono::steady_clock::now();
+        feed.listen(stream_event_, std::weak_ptr<FeedListener>(shared_from_this()));
+        // A change published between the first frame and listen() is not missed.
+        dirty_ = true;
+        flush();
+        arm_heartbeat();
+        // Reads nothing more from the viewer but its going away.
+        watch_close();
+    }
+
+    void watch_close() {
+        stream_.socket().async_read_some(
+            asio::buffer(discard_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                if (ec) return self->end_stream();
+                self->watch_close();
+            });
+    }
+
+    // Queues the frame that brings the viewer from its version to the snapshot's.
+    void compose() {
+        if (!streaming_ || ended_ || !dirty_) return;
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last_frame_ < limits_.coalesce) {
+            if (coalescing_) return;
+            coalescing_ = true;
+            coalesce_timer_.expires_at(last_frame_ + limits_.coalesce);
+            coalesce_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+                self->coalescing_ = false;
+                if (!ec) self->compose();
+            });
+            return;
+        }
+        dirty_ = false;
+        SeatFeed& feed = api_.feed();
+        auto snapshot = feed.current(stream_event_);
+        if (!snapshot || snapshot->version == sent_) return;
+        if (snapshot->changes_from == sent_ && !snapshot->changes_frame.empty()) {
+            pending_ += snapshot->changes_frame;  // made once for every viewer that kept up
+        } else {
+            const ChangesSince found = feed.since(stream_event_, sent_);
+            snapshot = found.snapshot;
+            if (found.outcome == ChangesSince::Outcome::ok) {
+                pending_ += sse_frame(snapshot->version, "changes",
+                                      encode_changes(*snapshot, sent_, found.changes));
+            } else {
+                pending_ += snapshot->snapshot_frame();
+            }
+        }
+        metrics_.stream_frame();
+        sent_ = snapshot->version;
+        last_frame_ = now;
+        if (pending_.size() > limits_.buffer_limit) {
+            metrics_.stream_cut_off();
+            log("stream of {}: a viewer fell {} bytes behind: cut off", stream_event_,
+                pending_.size());
+            return end_stream();
+        }
+        flush();
+    }
+
+    void flush() {
+        if (writing_busy_ || pending_.empty() || ended_) return;
+        writing_.swap(pending_);
+        pending_.clear();
+        writing_busy_ = true;
+        last_write_ = std::chrono::steady_clock::now();
+        // A write is given as long as a silent connection is; then the viewer is gone.
+        stream_.expires_after(limits_.idle_timeout);
+        asio::async_write(stream_, asio::buffer(writing_),
+                          [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                              self->writing_busy_ = false;
+                              self->writing_.clear();
+                              if (ec) return self->end_stream();
+                              self->flush();
+                          });
+    }
+
+    void arm_heartbeat() {
+        heartbeat_timer_.expires_after(limits_.heartbeat);
+        heartbeat_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+            if (ec || self->ended_) return;
+            const auto idle = std::chrono::steady_clock::now() - self->last_write_;
+            if (idle >= self->limits_.heartbeat && !self->writing_busy_ &&
+                self->pending_.empty()) {
+                self->pending_ = ": heartbeat\n\n";
+                self->metrics_.stream_heartbeat();
+                self->flush();
+            }
+            self->arm_heartbeat();
+        });
+    }
+
+    void end_stream() {
+        if (ended_) return;
+        ended_ = true;
+        close();
     }
 
     static constexpr std::size_t max_discard = 8 * 1024 * 1024;
@@ -350,6 +516,22 @@ private:
     bool stopping_ = false;
     std::array<char, 16 * 1024> discard_{};
     std::size_t discarded_ = 0;
+    // Seat map streams (strand only, but woken_).
+    asio::steady_timer coalesce_timer_;
+    asio::steady_timer heartbeat_timer_;
+    bool streaming_ = false;
+    bool ended_ = false;
+    std::string stream_event_;
+    seatlock::EventVersion sent_ = 0;
+    bool has_sent_ = false;
+    bool dirty_ = false;
+    bool coalescing_ = false;
+    bool writing_busy_ = false;
+    std::atomic<bool> woken_{false};
+    std::string pending_;
+    std::string writing_;
+    std::chrono::steady_clock::time_point last_frame_{};
+    std::chrono::steady_clock::time_point last_write_{};
 };
 
 class HttpServer::Listener : public std::enable_shared_from_this<Listener> {

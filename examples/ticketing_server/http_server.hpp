@@ -9,6 +9,15 @@
 // refused, and the connection closed. A client that expects 100-continue is told to go
 // on once its header passed.
 //
+// GET /events/{id}/stream turns its connection into a Server-Sent Events stream of the
+// seat map (docs/ticketing-server.md, "The stream"): the first frame is the whole map
+// (or, with a Last-Event-ID the process still has the changes after, those changes),
+// then one frame of changes whenever the event's snapshot moves on, at most one per
+// `coalesce`, each with `id: <version>`; a comment line every `heartbeat` keeps an idle
+// stream open through proxies. The frames not yet taken by the socket wait in the
+// viewer's buffer; a viewer whose buffer passes `buffer_limit` bytes is cut off
+// (closed), so a slow viewer costs only its own buffer: writes never wait, on any thread.
+//
 // stop() is the clean shutdown: no new connections; idle connections and those still
 // receiving a request are closed at once; a request being handled is still answered
 // (with "Connection: close") before its connection closes. wait_idle() then tells when
@@ -32,6 +41,16 @@ struct HttpLimits {
     std::size_t body_limit = 64 * 1024;     ///< larger bodies get 413
     std::size_t header_limit = 16 * 1024;   ///< larger headers get 431
     std::chrono::seconds idle_timeout{30};  ///< a connection silent this long is closed
+    /// Seat map streams: frames at most this often per viewer (changes in between are
+    /// sent together).
+    std::chrono::milliseconds coalesce{100};
+    /// Seat map streams: a comment after this long without a frame.
+    std::chrono::milliseconds heartbeat{15000};
+    /// Seat map streams: a viewer with more unsent bytes than this is cut off.
+    std::size_t buffer_limit = 256 * 1024;
+    /// Seat map streams: the socket's send buffer (SO_SNDBUF), so that a stalled viewer
+    /// holds a bounded amount of kernel memory too.
+    int send_buffer = 64 * 1024;
 };
 
 /// The listener and its connections; see above for stop().

@@ -22,6 +22,7 @@
 #include "log.hpp"
 #include "metrics.hpp"
 #include "options.hpp"
+#include "seat_feed.hpp"
 #include "startup.hpp"
 #include "ticketing.hpp"
 #include "venue.hpp"
@@ -33,7 +34,11 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <sys/resource.h>
+
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <cstdio>
 #include <future>
 #include <memory>
@@ -74,6 +79,30 @@ seatlock::Result<seatlock::AnyBackend> make_backend(
 #endif
 }
 
+// Raises the open-file limit (RLIMIT_NOFILE) to its hard limit: every stream viewer and
+// every polling page holds a connection. Says what it got.
+void raise_open_file_limit() {
+    rlimit limit{};
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) {
+        log("open-file limit: cannot read it: {}", std::strerror(errno));
+        return;
+    }
+    const rlim_t before = limit.rlim_cur;
+    if (limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+            log("open-file limit: {} (raising it to the hard limit {} failed: {})", before,
+                limit.rlim_max, std::strerror(errno));
+            return;
+        }
+    }
+    const auto shown = [](rlim_t n) {
+        return n == RLIM_INFINITY ? std::string("unlimited") : std::to_string(n);
+    };
+    log("open-file limit: {} (was {}, hard limit {})", shown(limit.rlim_cur), shown(before),
+        shown(limit.rlim_max));
+}
+
 // Runs the io_context until it is stopped; a handler that throws is logged, not fatal.
 void run_worker(asio::io_context& ioc) {
     for (;;) {
@@ -87,6 +116,7 @@ void run_worker(asio::io_context& ioc) {
 }
 
 int serve(const ServerOptions& options) {
+    raise_open_file_limit();
     auto events = options.venue_file
                       ? load_venue(*options.venue_file)
                       : seatlock::Result<std::vector<seatlock::EventSpec>>(demo_venue());
@@ -123,7 +153,15 @@ int serve(const ServerOptions& options) {
         log("cannot create the venue's events: {}", created.error().message());
         return 1;
     }
-    Api api(ticketing, metrics);
+    // The seat maps viewers are served from: one reader for the process, started and
+    // read once before the server listens.
+    std::vector<std::string> event_ids;
+    for (const auto& event : *events) event_ids.push_back(event.id);
+    FeedOptions feed_options;
+    feed_options.interval = options.feed_interval;
+    feed_options.retained_changes = options.feed_retained;
+    SeatFeed feed(ticketing, metrics, event_ids, feed_options);
+    Api api(ticketing, metrics, feed);
 
     std::promise<int> stop_signal;
     asio::signal_set signals(ioc, SIGINT, SIGTERM);
@@ -132,11 +170,21 @@ int serve(const ServerOptions& options) {
     });
     const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(options.listen_host),
                                            options.listen_port);
-    HttpServer server(contexts, endpoint, api, metrics);
-    server.start();
+    HttpLimits limits;
+    limits.heartbeat = options.stream_heartbeat;
+    limits.buffer_limit = options.stream_buffer;
+    HttpServer server(contexts, endpoint, api, metrics, limits);
     ExpiryDrain drain(ioc.get_executor(), ticketing, drain_period);
     std::vector<std::jthread> workers;
     for (auto* context : contexts) workers.emplace_back([context] { run_worker(*context); });
+    feed.start(ioc.get_executor());
+    // Viewers find a map from the first request on (a map not read yet answers 503).
+    const auto read_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (const auto& id : event_ids) {
+        while (!feed.current(id) && std::chrono::steady_clock::now() < read_by)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    server.start();
 
     const auto address = server.local_endpoint();
     log("listening on http://{}:{} (backend {}, database {}, hold ttl {} s, {} threads)",
@@ -155,6 +203,7 @@ int serve(const ServerOptions& options) {
         if (!server.wait_idle(shutdown_grace)) log("requests still running: stopping anyway");
     }
     drain.stop();
+    feed.stop();
     for (auto* context : contexts) context->stop();
     workers.clear();  // joins
     log("stopped");

@@ -54,6 +54,28 @@ std::string Metrics::render() const {
             "Payments the order database refused: their seats were sold already (the storage "
             "went back to older data). Each is kept in refused_payments for a refund.",
             payments_refused_.load());
+    counter("seatlock_ticketing_feed_storage_calls_total",
+            "Storage calls of the seat feed's reader (changes and whole reads); viewers make none.",
+            feed_calls_.load());
+    counter("seatlock_ticketing_snapshots_total", "Seat map snapshots published by the seat feed.",
+            snapshots_.load());
+    counter("seatlock_ticketing_seat_maps_sent_total",
+            "Seat maps answered with a body from a snapshot.", seat_maps_sent_.load());
+    counter("seatlock_ticketing_seat_maps_unchanged_total",
+            "Seat maps answered 304 Not Modified from a snapshot's version.",
+            seat_maps_unchanged_.load());
+    fmt::format_to(std::back_inserter(out),
+                   "# HELP seatlock_ticketing_stream_viewers Open seat map streams.\n"
+                   "# TYPE seatlock_ticketing_stream_viewers gauge\n"
+                   "seatlock_ticketing_stream_viewers {}\n",
+                   viewers_.load());
+    counter("seatlock_ticketing_stream_frames_total", "Frames queued to stream viewers.",
+            frames_.load());
+    counter("seatlock_ticketing_stream_heartbeats_total",
+            "Heartbeat comments sent to idle stream viewers.", heartbeats_.load());
+    counter("seatlock_ticketing_stream_cut_offs_total",
+            "Stream viewers cut off because their unsent frames passed the buffer bound.",
+            cut_offs_.load());
 
     std::lock_guard lock(maps_mutex_);
     out +=

@@ -34,6 +34,24 @@ public:
     void restore_conflict() { restore_conflicts_.fetch_add(1, std::memory_order_relaxed); }
     /// A payment the database refused because its seats were sold already (kept for a refund).
     void payment_refused() { payments_refused_.fetch_add(1, std::memory_order_relaxed); }
+    /// A storage call of the seat feed's reader (seat_feed.hpp): viewers make none.
+    void feed_storage_call() { feed_calls_.fetch_add(1, std::memory_order_relaxed); }
+    /// A new snapshot of an event published by the seat feed.
+    void snapshot_published() { snapshots_.fetch_add(1, std::memory_order_relaxed); }
+    /// A seat map answered from a snapshot: 200 with a body, or 304.
+    void seat_map_served(bool unchanged) {
+        (unchanged ? seat_maps_unchanged_ : seat_maps_sent_).fetch_add(1, std::memory_order_relaxed);
+    }
+    /// A stream viewer came (+1) or went (-1).
+    void stream_viewers(std::int64_t delta) {
+        viewers_.fetch_add(delta, std::memory_order_relaxed);
+    }
+    /// A frame (not a heartbeat) queued to a stream viewer.
+    void stream_frame() { frames_.fetch_add(1, std::memory_order_relaxed); }
+    /// A heartbeat comment sent to an idle stream viewer.
+    void stream_heartbeat() { heartbeats_.fetch_add(1, std::memory_order_relaxed); }
+    /// A stream viewer cut off: its buffer of unsent frames passed the bound.
+    void stream_cut_off() { cut_offs_.fetch_add(1, std::memory_order_relaxed); }
     /// A request refused by the state of the seats or of a hold: "seat_taken",
     /// "sold_out", "limit_exceeded", "hold_expired", ...
     void conflict(const std::string& kind);
@@ -59,6 +77,14 @@ private:
     std::atomic<std::uint64_t> holds_lost_{0};
     std::atomic<std::uint64_t> restore_conflicts_{0};
     std::atomic<std::uint64_t> payments_refused_{0};
+    std::atomic<std::uint64_t> feed_calls_{0};
+    std::atomic<std::uint64_t> snapshots_{0};
+    std::atomic<std::uint64_t> seat_maps_sent_{0};
+    std::atomic<std::uint64_t> seat_maps_unchanged_{0};
+    std::atomic<std::int64_t> viewers_{0};
+    std::atomic<std::uint64_t> frames_{0};
+    std::atomic<std::uint64_t> heartbeats_{0};
+    std::atomic<std::uint64_t> cut_offs_{0};
 
     std::array<std::atomic<std::uint64_t>, bucket_bounds.size() + 1> buckets_{};
     std::atomic<std::uint64_t> latency_sum_ns_{0};

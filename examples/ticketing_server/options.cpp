@@ -66,6 +66,14 @@ usage: seatlock-ticketing [flags]
   --threads N             HTTP worker threads (default 4)
   --venue FILE            events to sell, as JSON (default: the built-in demo stadium,
                           event demo-game)
+  --feed-interval-ms MS   how often the seat feed asks the storage for each event's
+                          changes (default 50; this process's own writes wake it sooner)
+  --feed-retained N       the recent changes kept per event for ?since= and stream
+                          resumes (default 20000); older versions get the whole map
+  --stream-heartbeat-ms MS  seat map streams: a comment after this long without a frame
+                          (default 15000)
+  --stream-buffer BYTES   seat map streams: a viewer more than this many bytes behind is
+                          cut off (default 262144)
   --help                  this text
 
 Stops cleanly on SIGINT or SIGTERM: in-flight requests are answered first.
@@ -124,6 +132,35 @@ std::variant<ServerOptions, EarlyExit> parse_options(const std::vector<std::stri
          [&](std::string_view v) -> std::optional<std::string> {
              if (v.empty()) return "expects a JSON file";
              options.venue_file = std::string(v);
+             return std::nullopt;
+         }},
+        {"--feed-interval-ms",
+         [&](std::string_view v) -> std::optional<std::string> {
+             const auto n = parse_integer(v);
+             if (!n || *n < 1 || *n > 60000) return "expects milliseconds from 1 to 60000";
+             options.feed_interval = std::chrono::milliseconds(*n);
+             return std::nullopt;
+         }},
+        {"--feed-retained",
+         [&](std::string_view v) -> std::optional<std::string> {
+             const auto n = parse_integer(v);
+             if (!n || *n < 1 || *n > 10000000) return "expects a number from 1 to 10000000";
+             options.feed_retained = static_cast<std::size_t>(*n);
+             return std::nullopt;
+         }},
+        {"--stream-heartbeat-ms",
+         [&](std::string_view v) -> std::optional<std::string> {
+             const auto n = parse_integer(v);
+             if (!n || *n < 10 || *n > 3600000) return "expects milliseconds from 10 to 3600000";
+             options.stream_heartbeat = std::chrono::milliseconds(*n);
+             return std::nullopt;
+         }},
+        {"--stream-buffer",
+         [&](std::string_view v) -> std::optional<std::string> {
+             const auto n = parse_integer(v);
+             if (!n || *n < 1024 || *n > (std::int64_t{1} << 30))
+                 return "expects bytes from 1024 to 1073741824";
+             options.stream_buffer = static_cast<std::size_t>(*n);
              return std::nullopt;
          }},
     };

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -27,6 +28,14 @@ struct ServerOptions {
     std::chrono::seconds hold_ttl{600};
     unsigned threads = 4;
     std::optional<std::string> venue_file;  ///< none: the built-in demo venue
+    /// How often the seat feed asks the storage for each event's changes.
+    std::chrono::milliseconds feed_interval{50};
+    /// The recent changes the seat feed keeps per event for ?since= and stream resumes.
+    std::size_t feed_retained = 20000;
+    /// Seat map streams: a heartbeat comment after this long without a frame.
+    std::chrono::milliseconds stream_heartbeat{15000};
+    /// Seat map streams: a viewer with more unsent bytes than this is cut off.
+    std::size_t stream_buffer = 256 * 1024;
 };
 
 /// What main() should do instead of serving: print `text` (to stdout when exit_code is

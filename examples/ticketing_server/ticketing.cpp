@@ -181,6 +181,7 @@ Task<void> Ticketing::recover(seatlock::EventSpec event) {
             if (!again && !again.is(errc::unknown_order)) co_return std::move(again).error();
         }
     }
+    repairs_.fetch_add(1);
     if (*started == seatlock::Recovery::created) {
         log("event {}: recovered with {} paid orders", event.id, restored);
     } else if (*started == seatlock::Recovery::rolled_back) {
@@ -269,11 +270,18 @@ Task<std::vector<seatlock::EventSpec>> Ticketing::events() {
     co_return events;
 }
 
-Task<std::vector<seatlock::ZoneState>> Ticketing::seats(std::string event,
-                                                        std::optional<std::string> zone) {
-    auto zones = co_await store_.async_seats(event, zone, use_awaitable);
-    watch(zones);
-    co_return zones;
+Task<seatlock::SeatMap> Ticketing::seat_map(std::string event) {
+    const std::optional<std::string> every_zone;
+    auto map = co_await store_.async_seats(event, every_zone, use_awaitable);
+    watch(map);
+    co_return map;
+}
+
+Task<seatlock::ChangePage> Ticketing::changes(std::string event, seatlock::EventVersion after,
+                                              std::size_t limit) {
+    auto page = co_await store_.async_changes(event, after, limit, use_awaitable);
+    watch(page);
+    co_return page;
 }
 
 Result<void> Ticketing::sold_here(const std::optional<std::string>& event) const {

@@ -53,10 +53,14 @@ public:
     /// not repaired yet), or nothing when healthy.
     std::optional<std::string> trouble() const;
 
-    /// What is on sale, and the state of its seats (every zone, or only `zone`).
+    /// What is on sale.
     Task<std::vector<seatlock::EventSpec>> events();
-    Task<std::vector<seatlock::ZoneState>> seats(std::string event,
-                                                 std::optional<std::string> zone);
+    /// The state of every seat of `event` at one version (the seat feed's whole read).
+    Task<seatlock::SeatMap> seat_map(std::string event);
+    /// The changes of `event` after version `after`, at most `limit` (the seat feed's
+    /// reader, seat_feed.hpp).
+    Task<seatlock::ChangePage> changes(std::string event, seatlock::EventVersion after,
+                                       std::size_t limit);
 
     /// What `buyer` has, from the server's rows: holds that may still be paid, and orders
     /// (paid or cancelled); in every event, or only in `event` (unknown_event when this
@@ -89,6 +93,10 @@ public:
     /// how many. A hold whose row could not be handled is delivered again later. When
     /// the storage was found to have lost data, repairs the venue first.
     Task<std::size_t> drain_expired();
+
+    /// How many times an event was recovered or repaired (create_events, drain_expired):
+    /// its versions may have started over, so a copy of its seats must be read anew.
+    std::uint64_t repairs() const { return repairs_.load(); }
 
     /// Forgets closed-hold records older than a day (seatlock's own memory of a hold).
     boost::asio::awaitable<void> prune_closed_holds();
@@ -136,6 +144,7 @@ private:
     Metrics& metrics_;
     std::vector<seatlock::EventSpec> venue_;
     std::atomic<bool> lost_{false};
+    std::atomic<std::uint64_t> repairs_{0};
     mutable std::mutex trouble_mutex_;
     std::string trouble_;
     // Each event's storage epoch (Database::storage_epoch), only ever raised.

@@ -213,6 +213,7 @@ private:
     seatlock::Result<void> allowed(const seatlock::op::cancel& o) const { return on_sale(o.event); }
     seatlock::Result<void> allowed(const seatlock::op::seats& o) const { return on_sale(o.event); }
     seatlock::Result<void> allowed(const seatlock::op::version& o) const { return on_sale(o.event); }
+    seatlock::Result<void> allowed(const seatlock::op::changes& o) const { return on_sale(o.event); }
     template <typename O>
     seatlock::Result<void> allowed(const O&) const { return {}; }
 

@@ -61,6 +61,9 @@ enum class errc {
                      // asked acknowledged it in time (Failure::limit asked, ::current
                      // acknowledged): it may be lost if the primary fails now. Not undone;
                      // retrying is safe but proves nothing (docs/redis.md)
+    // The change feed (SeatHoldStore::changes).
+    changes_trimmed,  // the event's change log no longer holds the changes after the version
+                      // asked for: read seats() again and go on from its version
 };
 
 /// The category of seatlock::errc; its name is "seatlock".
@@ -102,6 +105,7 @@ constexpr const char* to_string(errc e) noexcept {
         case errc::storage_lost: return "storage_lost";
         case errc::cancelled: return "cancelled";
         case errc::not_replicated: return "not_replicated";
+        case errc::changes_trimmed: return "changes_trimmed";
     }
     return "unknown_error";
 }
@@ -117,7 +121,7 @@ inline constexpr errc all_errcs[] = {
     errc::connection_failed, errc::timeout,          errc::io_error,
     errc::auth_failed,      errc::protocol_error,    errc::script_error,
     errc::outcome_unknown,  errc::storage_lost,      errc::cancelled,
-    errc::not_replicated,
+    errc::not_replicated,   errc::changes_trimmed,
 };
 
 namespace detail {
@@ -138,7 +142,7 @@ static_assert(lists_every_errc(), "seatlock::all_errcs must list every errc, in 
 /// retry). Compare a std::error_code with them: `code == seatlock::condition::conflict`.
 enum class condition {
     bad_input = 1,        ///< invalid_argument: the caller's mistake; nothing changed
-    not_found,            ///< unknown_event, unknown_zone, unknown_seat, unknown_hold, unknown_order
+    not_found,            ///< unknown_event, unknown_zone, unknown_seat, unknown_hold, unknown_order, changes_trimmed
     conflict,             ///< the state of seats, holds or orders stood in the way: seat_taken,
                           ///< sold_out, limit_exceeded, active_hold_exists, hold_expired,
                           ///< hold_not_active, order_conflict, not_owner, event_exists
@@ -189,6 +193,8 @@ constexpr bool in_group(errc e, condition c) noexcept {
         // Applied, so not retry_safe in the sense of "try again to get it done": a retry
         // answers the stored result, and its WAIT may not cover this write.
         case errc::not_replicated: storage = true; break;
+        // What was asked for is gone from the log: not_found, and not worth the same call again.
+        case errc::changes_trimmed: not_found = true; break;
     }
     switch (c) {
         case condition::bad_input: return bad_input;

@@ -239,21 +239,49 @@ public:
                           std::forward<Token>(token));
     }
 
-    /// The state of every zone of `event` (or just `zone`), as of the storage's now.
-    Result<std::vector<ZoneState>> seats(const std::string& event,
-                                         const std::optional<std::string>& zone = std::nullopt) {
+    /// The state of every zone of `event` (or just `zone`), as of the storage's now, at
+    /// exactly one version (SeatMap::version): what changes(event, map.version) goes on
+    /// from. A held seat carries when its hold runs out (SeatStatus::expires_at).
+    Result<SeatMap> seats(const std::string& event,
+                          const std::optional<std::string>& zone = std::nullopt) {
         return run(detail::prepare_seats(event, zone));
     }
     template <typename Token = boost::asio::deferred_t>
-        requires detail::TokenFor<Token, std::vector<ZoneState>>
+        requires detail::TokenFor<Token, SeatMap>
     auto async_seats(const std::string& event, Token&& token = {}) {
         return async_seats(event, std::nullopt, std::forward<Token>(token));
     }
     template <typename Token = boost::asio::deferred_t>
-        requires detail::TokenFor<Token, std::vector<ZoneState>>
+        requires detail::TokenFor<Token, SeatMap>
     auto async_seats(const std::string& event, const std::optional<std::string>& zone,
                      Token&& token = {}) {
         return async_call(detail::prepare_seats(event, zone), std::forward<Token>(token));
+    }
+
+    /// The default limit of changes() and async_changes().
+    static constexpr std::size_t default_changes_limit = 1000;
+
+    /// The change feed: the changes of `event` after version `after`, in version order, at
+    /// most `limit` (1 to 100,000) but never part of one step; applying them to seats() at
+    /// `after` gives the state at ChangePage::version (seatlock::apply). While
+    /// ChangePage::more, ask again with after = that version. invalid_argument when
+    /// `after` is above the event's version; changes_trimmed when the event's change log
+    /// (bounded: the backend's change log limit, in steps) no longer holds them: read
+    /// seats() again and go on from its version.
+    Result<ChangePage> changes(const std::string& event, EventVersion after,
+                               std::size_t limit = default_changes_limit) {
+        return run(detail::prepare_changes(event, after, limit));
+    }
+    template <typename Token = boost::asio::deferred_t>
+        requires detail::TokenFor<Token, ChangePage>
+    auto async_changes(const std::string& event, EventVersion after, Token&& token = {}) {
+        return async_changes(event, after, default_changes_limit, std::forward<Token>(token));
+    }
+    template <typename Token = boost::asio::deferred_t>
+        requires detail::TokenFor<Token, ChangePage>
+    auto async_changes(const std::string& event, EventVersion after, std::size_t limit,
+                       Token&& token = {}) {
+        return async_call(detail::prepare_changes(event, after, limit), std::forward<Token>(token));
     }
 
     /// Up to `limit` holds that expired and are not yet acknowledged, including those that

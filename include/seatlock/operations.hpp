@@ -186,12 +186,24 @@ struct cancel {
     std::optional<std::string> holder;
 };
 
-/// Every zone of the event, or only `zone` when given.
+/// Every zone of the event, or only `zone` when given, at exactly one version (the map's).
 struct seats {
-    using result_type = std::vector<ZoneState>;
+    using result_type = SeatMap;
     static constexpr std::string_view name = "seats";
     std::string event;
     std::optional<std::string> zone;
+};
+
+/// The changes of the event after version `after`, in version order: at most `limit` of
+/// them (`limit` >= 1), but never part of a step (a step with more than `limit` changes
+/// comes whole, alone). invalid_argument when `after` is above the event's version,
+/// changes_trimmed when the event's change log no longer holds every change after it.
+struct changes {
+    using result_type = ChangePage;
+    static constexpr std::string_view name = "changes";
+    std::string event;
+    EventVersion after = 0;
+    std::size_t limit = 0;
 };
 
 /// Up to `limit` expired holds not yet acknowledged and not delivered during the last
@@ -223,7 +235,8 @@ struct List {
 using lock_ops = List<acquire_locks, release_locks, extend_locks, raise_fencing>;
 /// The operations of a hold backend.
 using hold_ops = List<create_event, events, begin_recovery, restore_order, end_recovery, version,
-                      hold, confirm, release, extend, cancel, seats, expired, ack_expired>;
+                      hold, confirm, release, extend, cancel, seats, changes, expired,
+                      ack_expired>;
 
 namespace detail {
 template <typename A, typename B>

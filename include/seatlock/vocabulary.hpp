@@ -10,6 +10,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace seatlock {
@@ -165,10 +167,15 @@ constexpr const char* to_string(SeatState s) noexcept {
     return "free";
 }
 
+/// One named seat's state.
 struct SeatStatus {
     std::string id;
     std::string row;
     SeatState state = SeatState::free;
+    /// state == held: when the hold runs out (a hold past it is still reported held until
+    /// the expiry sweep has run; a viewer shows it free from expires_at on).
+    WallTime expires_at{};
+    bool operator==(const SeatStatus&) const = default;
 };
 
 /// The state of one zone at one instant. Named zones list every seat; GA zones count.
@@ -180,7 +187,90 @@ struct ZoneState {
     std::int64_t held = 0;
     std::int64_t paid = 0;
     std::vector<SeatStatus> seats;  ///< named zones only, in zone order
+    bool operator==(const ZoneState&) const = default;
 };
+
+/// Every event has a version: a counter that each step changing the event (hold,
+/// confirm, release, extend, cancel, the expiry of holds, recovery) raises by one in the
+/// same atomic step, and that every such step's result carries. A storage that answers
+/// with a version at or below one already seen went back to older data.
+using EventVersion = std::uint64_t;
+
+/// The seats of an event at exactly one version: what seats() answers. A range over its
+/// zones (begin, end, size, operator[], at) as well.
+struct SeatMap {
+    EventVersion version = 0;
+    std::vector<ZoneState> zones;  ///< in the event's zone order (or the one zone asked for)
+
+    [[nodiscard]] auto begin() const { return zones.begin(); }
+    [[nodiscard]] auto end() const { return zones.end(); }
+    [[nodiscard]] auto begin() { return zones.begin(); }
+    [[nodiscard]] auto end() { return zones.end(); }
+    [[nodiscard]] std::size_t size() const { return zones.size(); }
+    [[nodiscard]] bool empty() const { return zones.empty(); }
+    [[nodiscard]] const ZoneState& operator[](std::size_t i) const { return zones[i]; }
+    [[nodiscard]] ZoneState& operator[](std::size_t i) { return zones[i]; }
+    [[nodiscard]] const ZoneState& at(std::size_t i) const { return zones.at(i); }
+    [[nodiscard]] ZoneState& at(std::size_t i) { return zones.at(i); }
+    [[nodiscard]] const ZoneState& front() const { return zones.front(); }
+    [[nodiscard]] const ZoneState& back() const { return zones.back(); }
+    bool operator==(const SeatMap&) const = default;
+};
+
+/// One seat (or a general-admission zone's counts) after one step.
+struct SeatChange {
+    EventVersion version = 0;  ///< the version the step raised the event to
+    std::string zone;
+    std::string seat;  ///< named zone: the seat id; general-admission zone: empty
+    SeatState state = SeatState::free;  ///< named zone: the seat's new state
+    WallTime expires_at{};              ///< state held: when the hold runs out
+    /// The zone's counts after the step (named and general-admission zones).
+    std::int64_t free = 0, held = 0, paid = 0;
+    bool operator==(const SeatChange&) const = default;
+};
+
+/// Changes after a version, in version order. A page never splits one step's changes.
+struct ChangePage {
+    /// Applying `changes` to the state at `after` gives the state at `version`.
+    EventVersion version = 0;
+    std::vector<SeatChange> changes;
+    bool more = false;  ///< later changes exist: ask again with after = version
+};
+
+/// How many steps' changes an event's change log keeps by default (MemoryBackend,
+/// FakeBackend, RedisOptions::change_log_limit): the log of each event holds the changes
+/// of its last this many steps that changed a seat or a count.
+inline constexpr std::size_t default_change_log_limit = 10'000;
+
+/// Applies changes (a ChangePage's, in order) to a map: each seat change sets the seat's
+/// state and expiry, and each change sets its zone's counts; the map's version becomes
+/// `version`. Zones or seats the map does not have are skipped (a map of one zone). Costs
+/// the changes plus one pass over the seats of each zone they touch.
+inline void apply(SeatMap& map, const std::vector<SeatChange>& changes, EventVersion version) {
+    struct Index {
+        ZoneState* zone = nullptr;
+        std::unordered_map<std::string_view, SeatStatus*> seats;  // built on first use
+    };
+    std::unordered_map<std::string_view, Index> zones;
+    for (ZoneState& z : map.zones) zones[z.zone].zone = &z;
+    for (const SeatChange& c : changes) {
+        auto it = zones.find(c.zone);
+        if (it == zones.end()) continue;
+        Index& index = it->second;
+        index.zone->free = c.free;
+        index.zone->held = c.held;
+        index.zone->paid = c.paid;
+        if (c.seat.empty()) continue;
+        if (index.seats.empty()) {
+            for (SeatStatus& s : index.zone->seats) index.seats.emplace(s.id, &s);
+        }
+        auto seat = index.seats.find(c.seat);
+        if (seat == index.seats.end()) continue;
+        seat->second->state = c.state;
+        seat->second->expires_at = c.state == SeatState::held ? c.expires_at : WallTime{};
+    }
+    map.version = version;
+}
 
 /// A hold that ran out, reported by `expired()` until acknowledged.
 struct ExpiredHold {
@@ -232,12 +322,6 @@ enum class Recovery {
     /// store detected): it is now hidden, as it stands, until end_recovery.
     rolled_back,
 };
-
-/// Every event has a version: a counter that each step changing the event (hold,
-/// confirm, release, extend, cancel, the expiry of holds, recovery) raises by one in the
-/// same atomic step, and that every such step's result carries. A storage that answers
-/// with a version at or below one already seen went back to older data.
-using EventVersion = std::uint64_t;
 
 /// A confirm command. `late`: when the hold expired, take the same seats again if every
 /// one of them is still free (and the holder's limit allows), then pay them.

@@ -79,9 +79,13 @@ public:
                          const std::optional<std::string>& holder = std::nullopt) {
         return store_.async_cancel(event, order_id, holder, run_.future()).get();
     }
-    Result<std::vector<ZoneState>> seats(const std::string& event,
-                                         const std::optional<std::string>& zone = std::nullopt) {
+    Result<SeatMap> seats(const std::string& event,
+                          const std::optional<std::string>& zone = std::nullopt) {
         return store_.async_seats(event, zone, run_.future()).get();
+    }
+    Result<ChangePage> changes(const std::string& event, EventVersion after,
+                               std::size_t limit = SeatHoldStore<B>::default_changes_limit) {
+        return store_.async_changes(event, after, limit, run_.future()).get();
     }
     Result<std::vector<ExpiredHold>> expired(std::size_t limit = 100,
                                              Millis redeliver_after = std::chrono::seconds(30)) {

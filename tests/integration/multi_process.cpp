@@ -97,7 +97,7 @@ struct Race {
         for (int p = 0; p < processes; ++p) read_log(dir + "/worker-" + std::to_string(p) + ".log");
         std::filesystem::remove_all(dir);
 
-        final_state = store.seats("race").value();
+        final_state = store.seats("race").value().zones;
         seatlock::testing::RedisAdmin admin(server.port());
         for (int k = 0; k < 6; ++k) {
             const std::string key = "lockrace:k" + std::to_string(k);

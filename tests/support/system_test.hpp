@@ -17,6 +17,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace seatlock::testing {
@@ -84,15 +85,48 @@ inline boost::json::object zone_of(HttpClient& client, const std::string& event,
     return reply.json().at("zones").as_array().at(0).as_object();
 }
 
+/// The seat ids of a named zone of the seat map's wire form, in zone order: each of its
+/// "rows" is [row, count] (ids row-1 .. row-count) or [row, [ids...]]
+/// (docs/ticketing-server.md, "The wire form").
+inline std::vector<std::string> seat_ids(const boost::json::object& zone) {
+    std::vector<std::string> ids;
+    for (const auto& entry : zone.at("rows").as_array()) {
+        const auto& row = entry.as_array();
+        const std::string name(row.at(0).as_string());
+        if (row.at(1).is_array()) {
+            for (const auto& id : row.at(1).as_array()) ids.emplace_back(id.as_string());
+        } else {
+            const auto count = row.at(1).to_number<std::int64_t>();
+            for (std::int64_t n = 1; n <= count; ++n) ids.push_back(name + "-" + std::to_string(n));
+        }
+    }
+    return ids;
+}
+
+/// seat id -> "free" / "held" / "paid", for a named zone of the seat map's wire form.
+inline std::map<std::string, std::string> seat_states_of(const boost::json::object& zone) {
+    const auto ids = seat_ids(zone);
+    const std::string states(zone.at("states").as_string());
+    if (states.size() != ids.size()) throw std::runtime_error("states and rows differ in length");
+    std::map<std::string, std::string> out;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        out[ids[i]] = states[i] == 'f' ? "free" : states[i] == 'h' ? "held" : states[i] == 'p'
+                                                                                ? "paid"
+                                                                                : "?";
+    }
+    return out;
+}
+
 /// seat id -> "free" / "held" / "paid", for one named zone.
 inline std::map<std::string, std::string> seat_states(HttpClient& client, const std::string& event,
                                                       const std::string& zone) {
-    const auto z = zone_of(client, event, zone);
-    std::map<std::string, std::string> states;
-    for (const auto& seat : z.at("seats").as_array()) {
-        states[std::string(seat.at("id").as_string())] = std::string(seat.at("state").as_string());
-    }
-    return states;
+    return seat_states_of(zone_of(client, event, zone));
+}
+
+/// Waits until a server's seat map shows what another process (or a write behind the
+/// servers' backs) did: longer than the seat feed's interval (50 ms) and one storage call.
+inline void settle_seat_maps() {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
 }
 
 /// The counts of a zone: {"capacity", "free", "held", "paid"} -> n.

@@ -120,6 +120,7 @@ TEST_CASE("two servers on a Redis Cluster sell one inventory: hold, confirm, can
         const auto held = one.post(holds_url(id), seats_body("floor", {"A-1", "A-2"}), "alice");
         REQUIRE_MESSAGE(held.status == 201, held.body);
         const std::string token = token_of(held);
+        settle_seat_maps();
         auto states = seat_states(two, id, "floor");
         CHECK(states.at("A-1") == "held");
         CHECK(states.at("A-2") == "held");
@@ -129,6 +130,7 @@ TEST_CASE("two servers on a Redis Cluster sell one inventory: hold, confirm, can
                                    R"({"payment_id":")" + payment + R"("})", "alice");
         REQUIRE_MESSAGE(paid.status == 200, paid.body);
         CHECK(paid.json().at("status").as_string() == "paid");
+        settle_seat_maps();
         CHECK(seat_states(one, id, "floor").at("A-1") == "paid");
         const auto taken = two.post(holds_url(id), seats_body("floor", {"A-2", "A-3"}), "bob");
         CHECK(taken.status == 409);
@@ -138,6 +140,7 @@ TEST_CASE("two servers on a Redis Cluster sell one inventory: hold, confirm, can
         const auto cancelled = one.post("/orders/" + payment + "/cancel", "", "alice");
         REQUIRE_MESSAGE(cancelled.status == 200, cancelled.body);
         CHECK(cancelled.json().at("status").as_string() == "cancelled");
+        settle_seat_maps();
         states = seat_states(two, id, "floor");
         CHECK(states.at("A-1") == "free");
         CHECK(states.at("A-2") == "free");
@@ -147,14 +150,17 @@ TEST_CASE("two servers on a Redis Cluster sell one inventory: hold, confirm, can
         // Held on two, released on one.
         const auto again = two.post(holds_url(id), seats_body("floor", {"B-5"}), "bob");
         REQUIRE_MESSAGE(again.status == 201, again.body);
+        settle_seat_maps();
         CHECK(seat_states(one, id, "floor").at("B-5") == "held");
         CHECK(one.del("/holds/" + token_of(again), "bob").status == 204);
+        settle_seat_maps();
         CHECK(seat_states(two, id, "floor").at("B-5") == "free");
 
         // General admission: places counted alike on both, assigned lowest first.
         const auto lawn = one.post(holds_url(id), R"({"zone":"lawn","quantity":3})", "carol");
         REQUIRE_MESSAGE(lawn.status == 201, lawn.body);
         CHECK(strings(lawn.json().at("seats")) == std::vector<std::string>{"1", "2", "3"});
+        settle_seat_maps();
         auto counts = zone_counts(two, id, "lawn");
         CHECK(counts.at("held") == 3);
         CHECK(counts.at("free") == 37);
@@ -162,6 +168,7 @@ TEST_CASE("two servers on a Redis Cluster sell one inventory: hold, confirm, can
         REQUIRE_MESSAGE(more.status == 201, more.body);
         CHECK(strings(more.json().at("seats")) == std::vector<std::string>{"4", "5"});
         CHECK(two.del("/holds/" + token_of(lawn), "carol").status == 204);
+        settle_seat_maps();
         counts = zone_counts(one, id, "lawn");
         CHECK(counts.at("held") == 2);
         CHECK(counts.at("free") == 38);
@@ -210,6 +217,7 @@ TEST_CASE("the same seats asked of both servers at once go to exactly one buyer"
             REQUIRE(winners.size() == 1);
             const std::size_t winner = winners.front();
             // Both servers say the winner's seats are held, and the others' free.
+            settle_seat_maps();
             for (auto* client : {&clients[0], &clients[1]}) {
                 const auto states = seat_states(*client, id, "floor");
                 CHECK(states.at(first) == "held");
@@ -226,6 +234,7 @@ TEST_CASE("the same seats asked of both servers at once go to exactly one buyer"
         }
     }
     // Nothing is left held anywhere.
+    settle_seat_maps();
     for (const auto& id : ids) {
         for (const auto& seat : seat_states(clients[1], id, "floor")) {
             CAPTURE(seat.first);

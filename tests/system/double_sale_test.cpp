@@ -55,6 +55,7 @@ TEST_CASE(
         REQUIRE_MESSAGE(forgot.has_value(), forgot.error().message());
         CHECK(forgot->cancelled);
     }
+    settle_seat_maps();
     REQUIRE(seat_states(client, event, zone).at("B-1") == "free");
     CHECK(client.get("/healthz").status == 200);  // nothing went back: no probe can see it
 

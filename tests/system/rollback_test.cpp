@@ -83,6 +83,8 @@ void wait_for_repair(HttpClient& client, std::map<std::string, std::string>& sea
     // The repair is over (cancellations made again too) once /healthz says so.
     REQUIRE_MESSAGE(eventually([&] { return client.get("/healthz").status == 200; }, 10s),
                     "/healthz still not 200 10 s after the repair began");
+    settle_seat_maps();  // the seat feed reads the repaired map
+    seats = seat_states(client, event, zone);
 }
 
 // The paid orders of SQLite that have `seat` of the demo zone.

@@ -111,8 +111,8 @@ TEST_CASE("every completion token: callback, use_future, use_awaitable, deferred
 
     // deferred: nothing happens until the operation is started.
     auto op = store.async_seats("game1", std::string("lower"), asio::deferred);
-    std::optional<Result<std::vector<seatlock::ZoneState>>> seats;
-    std::move(op)(asio::bind_executor(io, [&](Result<std::vector<seatlock::ZoneState>> r) {
+    std::optional<Result<seatlock::SeatMap>> seats;
+    std::move(op)(asio::bind_executor(io, [&](Result<seatlock::SeatMap> r) {
         seats = std::move(r);
     }));
     io.run();

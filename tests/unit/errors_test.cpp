@@ -50,7 +50,7 @@ TEST_CASE("each error condition matches exactly its codes") {
         {condition::bad_input, {errc::invalid_argument}},
         {condition::not_found,
          {errc::unknown_event, errc::unknown_zone, errc::unknown_seat, errc::unknown_hold,
-          errc::unknown_order}},
+          errc::unknown_order, errc::changes_trimmed}},
         {condition::conflict,
          {errc::seat_taken, errc::sold_out, errc::limit_exceeded, errc::active_hold_exists,
           errc::hold_expired, errc::hold_not_active, errc::order_conflict, errc::not_owner,

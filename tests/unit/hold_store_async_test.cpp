@@ -191,7 +191,7 @@ TEST_CASE("without a token a call is deferred: co_await it, or hand it a token l
     asio::io_context io;
 
     std::optional<Result<seatlock::Hold>> held;
-    std::optional<Result<std::vector<seatlock::ZoneState>>> zones;
+    std::optional<Result<seatlock::SeatMap>> zones;
     std::optional<Result<seatlock::Order>> paid;
     std::optional<Result<std::vector<seatlock::EventSpec>>> events;
     auto done = asio::co_spawn(
@@ -242,14 +242,14 @@ TEST_CASE("a plain callback is a token for every overload, with and without defa
     REQUIRE(store.create_event(event_spec()));
 
     // No executor bound: the callback runs on Asio's system executor, never in the call.
-    std::promise<Result<std::vector<seatlock::ZoneState>>> every;
-    store.async_seats("game1", [&](Result<std::vector<seatlock::ZoneState>> r) {
+    std::promise<Result<seatlock::SeatMap>> every;
+    store.async_seats("game1", [&](Result<seatlock::SeatMap> r) {
         every.set_value(std::move(r));
     });
     CHECK(every.get_future().get().value().size() == 2);
 
-    std::promise<Result<std::vector<seatlock::ZoneState>>> one;
-    store.async_seats("game1", "ga", [&](Result<std::vector<seatlock::ZoneState>> r) {
+    std::promise<Result<seatlock::SeatMap>> one;
+    store.async_seats("game1", "ga", [&](Result<seatlock::SeatMap> r) {
         one.set_value(std::move(r));
     });
     CHECK(one.get_future().get().value().at(0).zone == "ga");

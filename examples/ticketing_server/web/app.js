@@ -1,8 +1,10 @@
 // app.js: the seat-map page of seatlock-ticketing. Plain JavaScript, no build step, no
 // library: it reads and changes seats only through the documented HTTP API
-// (docs/ticketing-server.md) and asks every half second whether anything changed
-// (conditional GETs: If-None-Match -> 304), so changes made through any server process
-// sharing the same Redis show within a second.
+// (docs/ticketing-server.md). The seat map follows the server's stream
+// (GET /events/{event}/stream, Server-Sent Events: the whole map, then its changes);
+// without it (no EventSource, or the stream broke) the page asks every half second
+// whether anything changed (conditional GETs: If-None-Match -> 304). The buyer's own
+// holds and orders are asked for that way too.
 "use strict";
 
 const POLL_MS = 500;
@@ -13,7 +15,11 @@ const state = {
   user: "",
   event: "",
   events: [],            // from GET /events
-  zones: [],             // from GET /events/{event}/seats
+  map: null,             // the seat map in its wire form, decoded (decodeMap)
+  zones: [],             // the map as rendered: seats with their states (viewZones)
+  stream: null,          // the EventSource of the event's stream, while one is open
+  streaming: false,      // the stream is open: the seat map is not polled
+  nextExpiry: Infinity,  // when the next held seat shown held runs out (ms)
   holds: [],             // GET /me/holds?event=
   orders: [],            // GET /me/orders?event=
   selected: new Map(),   // zone -> Set of seat ids
@@ -92,11 +98,119 @@ function mineUrl(what) {
   return "/me/" + what + "?event=" + encodeURIComponent(state.event);
 }
 
+// ---- the seat map's wire form (docs/ticketing-server.md, "The wire form")
+
+const STATES = { f: "free", h: "held", p: "paid" };
+
+// A whole map: each named zone's seat ids from its rows ([row, count] names row-1 ..
+// row-count; [row, [ids]] lists them), one state character per seat, and the held seats'
+// expiries ([position, Unix ms]).
+function decodeMap(body) {
+  const zones = body.zones.map((z) => {
+    const zone = { zone: z.zone, kind: z.kind, capacity: z.capacity, free: z.free,
+                   held: z.held, paid: z.paid, ids: [], rows: [], states: [], at: new Map(),
+                   expires: new Map() };
+    if (z.kind === "named") {
+      for (const [row, seats] of z.rows) {
+        const ids = Array.isArray(seats) ? seats : Array.from({ length: seats }, (_, n) => row + "-" + (n + 1));
+        for (const id of ids) { zone.at.set(id, zone.ids.length); zone.ids.push(id); zone.rows.push(row); }
+      }
+      zone.states = Array.from(z.states);
+      for (const [position, ms] of z.holds) zone.expires.set(position, ms);
+    }
+    return zone;
+  });
+  state.map = { version: body.version, zones };
+}
+
+// The changes after the map's version ([version, zone, seat, state, expires_at ms]) and
+// the counts of the zones they touched ([zone, free, held, paid]). Each change sets a
+// seat's state, so changes after any version up to the map's apply as well; those the map
+// has already are skipped. False when they start after the map's version.
+function applyChanges(body) {
+  if (!state.map || body.after > state.map.version) return false;
+  if (body.version <= state.map.version) return true;
+  const byName = new Map(state.map.zones.map((z) => [z.zone, z]));
+  for (const [, zoneName, seat, code, ms] of body.changes) {
+    const zone = byName.get(zoneName);
+    const position = zone ? zone.at.get(seat) : undefined;
+    if (position === undefined) continue;
+    zone.states[position] = code;
+    if (code === "h") zone.expires.set(position, ms); else zone.expires.delete(position);
+  }
+  for (const [zoneName, free, held, paid] of body.zones) {
+    const zone = byName.get(zoneName);
+    if (zone) Object.assign(zone, { free, held, paid });
+  }
+  state.map.version = body.version;
+  return true;
+}
+
+// The map as the page shows it. A held seat whose expires_at has passed shows free,
+// before the server's expiry sweep has run.
+function viewZones() {
+  const now = Date.now();
+  let next = Infinity;
+  state.zones = state.map ? state.map.zones.map((zone) => {
+    if (zone.kind !== "named") return zone;
+    const seats = zone.ids.map((id, i) => {
+      let seatState = STATES[zone.states[i]] || "free";
+      if (seatState === "held") {
+        const ends = zone.expires.get(i);
+        if (ends !== undefined && ends <= now) seatState = "free";
+        else if (ends !== undefined) next = Math.min(next, ends);
+      }
+      return { id, row: zone.rows[i], state: seatState };
+    });
+    return { ...zone, seats };
+  }) : [];
+  state.nextExpiry = next;
+}
+
+// Follows the event's stream; on failure the page polls until it opens again.
+function openStream() {
+  closeStream();
+  if (typeof EventSource === "undefined" || !state.event) return;
+  const stream = new EventSource(eventUrl("/stream"));
+  state.stream = stream;
+  stream.onopen = () => { if (state.stream === stream) state.streaming = true; };
+  stream.addEventListener("snapshot", (e) => {
+    if (state.stream !== stream) return;
+    decodeMap(JSON.parse(e.data));
+    render();
+  });
+  stream.addEventListener("changes", (e) => {
+    if (state.stream !== stream) return;
+    if (applyChanges(JSON.parse(e.data))) { render(); return; }
+    // Not after the map we have: read it whole (the next poll), and follow again.
+    state.etags.delete(eventUrl("/seats"));
+    state.streaming = false;
+  });
+  stream.onerror = () => {
+    if (state.stream !== stream) return;
+    state.streaming = false;  // polled meanwhile; EventSource reconnects by itself
+    if (stream.readyState === EventSource.CLOSED) {
+      state.stream = null;
+      setTimeout(() => { if (!state.stream) openStream(); }, 5000);
+    }
+  };
+}
+
+function closeStream() {
+  if (state.stream) state.stream.close();
+  state.stream = null;
+  state.streaming = false;
+}
+
 async function refresh() {
   if (!state.event) return false;
   let changed = false;
-  const seats = await poll(eventUrl("/seats"));
-  if (seats) { state.zones = seats.zones; changed = true; }
+  if (!state.streaming) {
+    const seats = await poll(eventUrl("/seats"));
+    if (seats) { decodeMap(seats); changed = true; }
+    // The stream goes on from this map once it is open again.
+    if (state.stream && state.stream.readyState === 1) state.streaming = true;
+  }
   if (state.user) {
     const holds = await poll(mineUrl("holds"));
     if (holds) { noteEndedHolds(holds.holds); state.holds = holds.holds; changed = true; }
@@ -164,6 +278,7 @@ function seatClass(zone, seat, mine) {
 // ---- rendering
 
 function render() {
+  viewZones();
   renderZones();
   renderHolds();
   renderOrders();
@@ -361,6 +476,7 @@ function renderOrders() {
 
 // The countdowns, every quarter second, without redrawing anything else.
 function tick() {
+  if (Date.now() >= state.nextExpiry) render();  // a hold ran out: its seats show free
   for (const node of document.querySelectorAll(".countdown[data-expires]")) {
     const left = Math.max(0, Math.ceil((Date.parse(node.dataset.expires) - Date.now()) / 1000));
     node.textContent = left ? clock(left) : "expired";
@@ -501,12 +617,14 @@ function useBuyer(name) {
 function useEvent(id) {
   state.event = id;
   localStorage.setItem("seatlock.event", id);
+  state.map = null;
   state.zones = [];
   state.holds = [];
   state.orders = [];
   state.selected.clear();
   state.refused.clear();
   state.etags.clear();
+  openStream();
 }
 
 async function start() {

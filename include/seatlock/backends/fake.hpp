@@ -57,10 +57,14 @@ public:
         std::error_code result;
     };
 
-    /// The clock starts at `start` (by default 2026-01-01T00:00:00Z) and moves only by advance().
-    explicit FakeBackend(WallTime start = WallTime(std::chrono::seconds(1767225600)))
+    /// The clock starts at `start` (by default 2026-01-01T00:00:00Z) and moves only by
+    /// advance(). `change_log_limit`: how many steps' changes each event's change log keeps
+    /// (SeatHoldStore::changes; at least 1).
+    explicit FakeBackend(WallTime start = WallTime(std::chrono::seconds(1767225600)),
+                         std::size_t change_log_limit = default_change_log_limit)
         : locks_(1),
-          holds_([](std::int64_t ms) { return WallTime(std::chrono::milliseconds(ms)); }),
+          holds_([](std::int64_t ms) { return WallTime(std::chrono::milliseconds(ms)); },
+                 change_log_limit),
           now_ms_(std::chrono::duration_cast<Millis>(start.time_since_epoch()).count()) {}
 
     FakeBackend(const FakeBackend&) = delete;

@@ -15,8 +15,12 @@ namespace seatlock {
 class MemoryBackend {
 public:
     /// `lock_stripes`: how many mutexes the lock table is spread over.
-    explicit MemoryBackend(std::size_t lock_stripes = 64)
-        : locks_(lock_stripes), holds_([](std::int64_t ms) { return to_wall(ms); }) {}
+    /// `change_log_limit`: how many steps' changes each event's change log keeps
+    /// (SeatHoldStore::changes; at least 1).
+    explicit MemoryBackend(std::size_t lock_stripes = 64,
+                           std::size_t change_log_limit = default_change_log_limit)
+        : locks_(lock_stripes),
+          holds_([](std::int64_t ms) { return to_wall(ms); }, change_log_limit) {}
 
     MemoryBackend(const MemoryBackend&) = delete;
     MemoryBackend& operator=(const MemoryBackend&) = delete;

@@ -73,7 +73,7 @@ constexpr VersionKind version_kind() {
         return VersionKind::write;
     } else if constexpr (std::is_same_v<Op, op::version>) {
         return VersionKind::read;
-    } else if constexpr (std::is_same_v<Op, op::seats>) {
+    } else if constexpr (std::is_same_v<Op, op::seats> || std::is_same_v<Op, op::changes>) {
         return VersionKind::guarded;
     } else if constexpr (std::is_same_v<Op, op::begin_recovery> ||
                          std::is_same_v<Op, op::restore_order>) {
@@ -92,6 +92,7 @@ inline std::string_view event_of(const op::release& o) { return token_event(o.to
 inline std::string_view event_of(const op::extend& o) { return token_event(o.token); }
 inline std::string_view event_of(const op::cancel& o) { return o.event; }
 inline std::string_view event_of(const op::seats& o) { return o.event; }
+inline std::string_view event_of(const op::changes& o) { return o.event; }
 inline std::string_view event_of(const op::version& o) { return o.event; }
 inline std::string_view event_of(const op::begin_recovery& o) { return o.spec.id; }
 inline std::string_view event_of(const op::restore_order& o) { return o.cmd.event; }
@@ -216,6 +217,8 @@ public:
     void finish(const op::cancel& o, Result<T>& r) { on_event(o.event, r); }
     template <typename T>
     void finish(const op::seats& o, Result<T>& r) { on_event(o.event, r); }
+    template <typename T>
+    void finish(const op::changes& o, Result<T>& r) { on_event(o.event, r); }
     template <typename T>
     void finish(const op::version& o, Result<T>& r) {
         on_event(o.event, r);

@@ -25,16 +25,91 @@ struct HoldEvent : EventState {
     /// Translates the storage clock (milliseconds) to wall time for callers.
     using WallFn = std::function<WallTime(std::int64_t)>;
 
-    // Raises the version of a successful write's result.
+    // Raises the version of a successful write's result (and logs its changes); a failed
+    // step changed nothing.
     template <typename T>
     Result<T> versioned(Result<T> r) {
-        if (r) r->version = ++version;
+        if (r) r->version = bump();
+        else touched.clear();
         return r;
     }
 
+    // Raises the version by one, logging the changes of the step (the slots it touched).
+    EventVersion bump() {
+        ++version;
+        if (!touched.empty()) log_step();
+        return version;
+    }
+
+    // One SeatChange per slot touched (a GA zone: one per zone), with the state after the
+    // step; the oldest steps leave the log past log_limit.
+    void log_step() {
+        LoggedStep step{version, {}};
+        std::vector<std::pair<Zone*, std::size_t>> seen;
+        for (const auto& [zone, slot] : touched) {
+            const std::pair<Zone*, std::size_t> key{zone, slot};
+            if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+            seen.push_back(key);
+            SeatChange c;
+            c.version = version;
+            c.zone = zone->spec->id;
+            c.free = static_cast<std::int64_t>(zone->free.size());
+            c.held = zone->held;
+            c.paid = zone->paid;
+            if (slot != FreeSlots::npos) {
+                const Slot& s = zone->slots[slot];
+                c.seat = zone->spec->seats[slot].id;
+                c.state = s.state;
+                if (s.state == SeatState::held) c.expires_at = wall(holds.at(*s.owner).expires_ms);
+            }
+            step.changes.push_back(std::move(c));
+        }
+        touched.clear();
+        log.push_back(std::move(step));
+        while (log.size() > std::max<std::size_t>(log_limit, 1)) {
+            log.pop_front();
+            log_trimmed = true;
+        }
+    }
+
+    // end_recovery of a hidden event: what readers saw before may be of another history,
+    // so the log starts afresh at the new version (older readers get changes_trimmed).
+    void restart_log() {
+        log.clear();
+        log_trimmed = false;
+        log_restart = version;
+    }
+
+    Result<ChangePage> changes_after(EventVersion after, std::size_t limit) const {
+        if (after > version) {
+            return Failure(errc::invalid_argument,
+                           "version " + std::to_string(after) + " is above event " + spec.id +
+                               "'s version " + std::to_string(version));
+        }
+        if (after < log_floor()) {
+            return Failure(errc::changes_trimmed,
+                           "the change log of event " + spec.id + " keeps the changes after version " +
+                               std::to_string(log_floor()) + ", not after " + std::to_string(after),
+                           {spec.id});
+        }
+        ChangePage page{version, {}, false};
+        auto it = std::upper_bound(log.begin(), log.end(), after,
+                                   [](EventVersion v, const LoggedStep& st) { return v < st.version; });
+        for (; it != log.end(); ++it) {
+            if (!page.changes.empty() && page.changes.size() + it->changes.size() > limit) {
+                page.more = true;
+                page.version = page.changes.back().version;
+                break;
+            }
+            page.changes.insert(page.changes.end(), it->changes.begin(), it->changes.end());
+        }
+        return page;
+    }
+
     void sweep(std::int64_t now) {
-        if (!deadlines.empty() && deadlines.begin()->first <= now) ++version;
+        bool expired = false;
         while (!deadlines.empty() && deadlines.begin()->first <= now) {
+            expired = true;
             const std::string* token = deadlines.begin()->second;
             deadlines.erase(deadlines.begin());
             HoldRecord& h = holds.find(*token)->second;
@@ -43,6 +118,7 @@ struct HoldEvent : EventState {
             h.status = Status::expired;
             pending_expired[*token] = now;
         }
+        if (expired) bump();
         drop(forget, now);
         drop(forget_released, now);
         released.forget(now);
@@ -317,6 +393,10 @@ struct HoldEvent : EventState {
         deadlines.erase({h.expires_ms, key});
         h.expires_ms = target;
         deadlines.emplace(h.expires_ms, key);
+        // Named seats stay held with a new expiry; a GA zone's counts do not change.
+        if (!h.zone->general_admission()) {
+            for (std::size_t slot : h.slots) touch(*h.zone, slot);
+        }
         return to_hold(token, h, wall);
     }
 
@@ -482,8 +562,9 @@ struct HoldEvent : EventState {
         return n;
     }
 
-    Result<std::vector<ZoneState>> states(const std::optional<std::string>& only) {
-        std::vector<ZoneState> out;
+    Result<SeatMap> states(const std::optional<std::string>& only, const WallFn& wall) {
+        SeatMap map{version, {}};
+        std::vector<ZoneState>& out = map.zones;
         if (only) {
             auto zone = zone_for(*only);
             if (!zone) return std::move(zone).error();
@@ -494,13 +575,18 @@ struct HoldEvent : EventState {
             ZoneState st{zs.id, zs.kind, static_cast<std::int64_t>(zone.slots.size()),
                          static_cast<std::int64_t>(zone.free.size()), zone.held, zone.paid, {}};
             if (zs.kind == ZoneKind::named) {
+                st.seats.reserve(zs.seats.size());
                 for (std::size_t i = 0; i < zs.seats.size(); ++i) {
-                    st.seats.push_back({zs.seats[i].id, zs.seats[i].row, zone.slots[i].state});
+                    const Slot& slot = zone.slots[i];
+                    st.seats.push_back({zs.seats[i].id, zs.seats[i].row, slot.state, {}});
+                    if (slot.state == SeatState::held) {
+                        st.seats.back().expires_at = wall(holds.at(*slot.owner).expires_ms);
+                    }
                 }
             }
             out.push_back(std::move(st));
         }
-        return out;
+        return map;
     }
 
     void collect_expired(std::vector<ExpiredHold>& out, std::size_t limit,

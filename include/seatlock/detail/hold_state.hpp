@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -156,6 +157,30 @@ using Holds = std::unordered_map<std::string, HoldRecord>;
     const EventSpec spec;
     std::atomic<bool> visible{true};  // false from begin_recovery to end_recovery
     EventVersion version = 0;         // raised by every step that changes the event
+
+    // The change log: the changes of the last `log_limit` steps that changed a seat or a
+    // count, oldest first. Every change after `log_floor()` is in it.
+    struct LoggedStep {
+        EventVersion version = 0;
+        std::vector<SeatChange> changes;
+    };
+    std::deque<LoggedStep> log;
+    std::size_t log_limit = default_change_log_limit;
+    bool log_trimmed = false;       // a step has left the log
+    EventVersion log_restart = 0;   // end_recovery of a hidden event starts the log afresh here
+    // The slots the step under way changed (GA zones: npos, once per zone), logged when it
+    // raises the version (bump) and dropped when it fails.
+    std::vector<std::pair<Zone*, std::size_t>> touched;
+    // The wall time of a storage-clock instant (the table's), for the log's expiries.
+    std::function<WallTime(std::int64_t)> wall;
+
+    /// Changes after this version are all in the log: after a trim, the version just
+    /// before the oldest step kept.
+    [[nodiscard]] EventVersion log_floor() const {
+        EventVersion floor = log_restart;
+        if (log_trimmed && !log.empty()) floor = std::max(floor, log.front().version - 1);
+        return floor;
+    }
     std::unordered_map<std::string, Zone> zones;
     Holds holds;
     std::unordered_map<std::string, HolderCount> holders;
@@ -199,10 +224,15 @@ using Holds = std::unordered_map<std::string, HoldRecord>;
         }
     }
 
+    void touch(Zone& zone, std::size_t slot) {
+        touched.emplace_back(&zone, zone.general_admission() ? FreeSlots::npos : slot);
+    }
+
     void free_slots(Zone& zone, const std::vector<std::size_t>& slots, const std::string* owner) {
         for (std::size_t slot : slots) {
             Slot& s = zone.slots[slot];
             if (s.owner != owner) continue;
+            touch(zone, slot);
             (s.state == SeatState::held ? zone.held : zone.paid) -= 1;
             s = Slot{};
             zone.free.insert(slot);
@@ -213,6 +243,7 @@ using Holds = std::unordered_map<std::string, HoldRecord>;
                     const std::string* owner) {
         for (std::size_t slot : slots) {
             Slot& s = zone.slots[slot];
+            touch(zone, slot);
             if (s.state == SeatState::free) zone.free.erase(slot);
             else (s.state == SeatState::held ? zone.held : zone.paid) -= 1;
             s = Slot{state, owner};

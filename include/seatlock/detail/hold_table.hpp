@@ -38,7 +38,9 @@ public:
     /// Translates the table's clock (milliseconds) to wall time for callers.
     using WallFn = std::function<WallTime(std::int64_t)>;
 
-    explicit HoldTable(WallFn wall) : wall_(std::move(wall)) {}
+    /// `log_limit`: how many steps' changes each event's change log keeps (at least 1).
+    explicit HoldTable(WallFn wall, std::size_t log_limit = default_change_log_limit)
+        : wall_(std::move(wall)), log_limit_(std::max<std::size_t>(log_limit, 1)) {}
 
     // One run() per operation of op::hold_ops (seatlock/operations.hpp says what each
     // does); `now` is the storage clock in milliseconds.
@@ -53,7 +55,7 @@ public:
             return Failure(errc::event_exists,
                            "event " + spec.id + " already exists with another inventory");
         }
-        shard.events.emplace(spec.id, std::make_unique<Event>(spec));
+        shard.events.emplace(spec.id, make_event(spec));
         return {};
     }
 
@@ -85,8 +87,11 @@ public:
         const std::string& token = o.token;
         return with_token(token, now, [&](Event& e) -> Result<EventVersion> {
             auto released = e.release(token, now);
-            if (!released) return std::move(released).error();
-            return ++e.version;
+            if (!released) {
+                e.touched.clear();
+                return std::move(released).error();
+            }
+            return e.bump();
         });
     }
 
@@ -107,8 +112,13 @@ public:
         return with_event(o.event, now, [](Event& e) -> Result<EventVersion> { return e.version; });
     }
 
-    Result<std::vector<ZoneState>> run(const op::seats& o, std::int64_t now) {
-        return with_event(o.event, now, [&](Event& e) { return e.states(o.zone); });
+    Result<SeatMap> run(const op::seats& o, std::int64_t now) {
+        return with_event(o.event, now, [&](Event& e) { return e.states(o.zone, wall_); });
+    }
+
+    Result<ChangePage> run(const op::changes& o, std::int64_t now) {
+        return with_event(o.event, now,
+                          [&](Event& e) { return e.changes_after(o.after, o.limit); });
     }
 
     Result<std::vector<ExpiredHold>> run(const op::expired& o, std::int64_t now) {
@@ -136,10 +146,10 @@ public:
             if (!o.hide_existing) return Recovery::existed;
             std::lock_guard event_lock(it->second->mutex);
             it->second->visible = false;
-            ++it->second->version;
+            it->second->bump();
             return Recovery::rolled_back;
         }
-        auto event = std::make_unique<Event>(spec);
+        auto event = make_event(spec);
         event->visible = false;
         shard.events.emplace(spec.id, std::move(event));
         return Recovery::created;
@@ -154,8 +164,10 @@ public:
         Event* e = find(o.event, true);
         if (!e) return Failure(errc::unknown_event, "no event " + o.event, {o.event});
         std::lock_guard lock(e->mutex);
+        const bool was_hidden = !e->visible;
         e->visible = true;
         e->version = std::max(e->version, o.at_least) + 1;
+        if (was_hidden) e->restart_log();
         return e->version;
     }
 
@@ -186,6 +198,13 @@ private:
         std::unordered_map<std::string, std::unique_ptr<Event>> events;
     };
     static constexpr std::size_t shard_count = 16;
+
+    std::unique_ptr<Event> make_event(const EventSpec& spec) const {
+        auto event = std::make_unique<Event>(spec);
+        event->log_limit = log_limit_;
+        event->wall = wall_;
+        return event;
+    }
 
     Shard& shard_of(const std::string& id) const {
         return shards_[std::hash<std::string>{}(id) % shard_count];
@@ -234,6 +253,7 @@ private:
     }
 
     WallFn wall_;
+    std::size_t log_limit_;
     mutable std::array<Shard, shard_count> shards_;
 };
 

@@ -332,18 +332,19 @@ struct Codec<op::seats> {
         out[A::zone] = zone.value_or("");
         return out;
     }
-    static Result<Call<std::vector<ZoneState>>> call(const Context& c, const op::seats& o) {
+    static Result<Call<SeatMap>> call(const Context& c, const op::seats& o) {
         const std::string& event = o.event;
         const std::optional<std::string>& zone = o.zone;
         if (!is_valid_id(event)) return Failure(errc::unknown_event, "no event " + event, {event});
         if (zone && !is_valid_id(*zone)) {
             return Failure(errc::unknown_zone, "event " + event + " has no zone " + *zone, {*zone});
         }
-        using Out = std::vector<ZoneState>;
+        using Out = SeatMap;
         return make_call<Out>(
             redis_scripts::seats, c.event_keys(event), args(c, event, zone),
             standard<Out>(redis_scripts::seats, [](const Reader& r) {
                 Out out;
+                out.version = r.version(2);
                 const Reader zones = r.array(1);
                 for (std::size_t i = 0; i < zones.size(); ++i) {
                     // {zone, kind, capacity, free, held, paid, {id, row, state, ...}}
@@ -362,10 +363,18 @@ struct Codec<op::seats> {
                         if (state < 0 || state > 2) throw BadReply("bad seat state");
                         st.seats.push_back({listed.text(s), listed.text(s + 1), static_cast<SeatState>(state)});
                     }
-                    out.push_back(std::move(st));
+                    out.zones.push_back(std::move(st));
                 }
                 return out;
             }));
+    }
+};
+
+template <>
+struct Codec<op::changes> {
+    template <typename Exec, typename Done>
+    static void run(Exec, const op::changes&, Done done) {
+        done(Result<ChangePage>(Failure(errc::script_error, "the Redis change log is not written yet")));
     }
 };
 

@@ -2,7 +2,7 @@
 -- KEYS: the event keys
 --! ARGV prefix event zone
 -- zone: '' for every zone
--- Returns {1, {{zone, kind, capacity, free, held, paid, {id, row, state, ...}}, ...}}
+-- Returns {1, {{zone, kind, capacity, free, held, paid, {id, row, state, ...}}, ...}, version}
 -- where state is 0 free, 1 held, 2 paid (named zones list every seat in zone order).
 -- A seat is free while in its zone's free set, paid while in the paid hash, held otherwise.
 arg_count(@argc, 'seats')
@@ -65,4 +65,5 @@ for _, zs in ipairs(zones) do
     out[#out + 1] = {id, kind, capacity, free, capacity - free - paid, paid, listed}
   end
 end
-return {1, out}
+local ver = call('HGET', K.event, 'ver')
+return {1, out, ver and ver + 0 or 0}
