@@ -47,19 +47,22 @@ protected:
     // Sends `request`, reads its answer into response_, then calls `next`.
     template <typename Next>
     void exchange(http::request<http::string_body>& request, Next next) {
-        http::async_write(stream_, request,
-                          [self = shared_from_this(), next](beast::error_code ec, std::size_t) {
-                              if (ec) throw std::runtime_error("http write: " + ec.message());
-                              self->response_ = {};
-                              http::async_read(self->stream_, self->buffer_, self->response_,
-                                               [self, next](beast::error_code read_ec, std::size_t) {
-                                                   if (read_ec) {
-                                                       throw std::runtime_error("http read: " +
-                                                                                read_ec.message());
-                                                   }
-                                                   next(*self);
-                                               });
-                          });
+        // What failed, should it: the request, not only the socket's error.
+        const std::string what =
+            std::string(request.method_string()) + " " + std::string(request.target());
+        http::async_write(
+            stream_, request, [self = shared_from_this(), next, what](beast::error_code ec, std::size_t) {
+                if (ec) throw std::runtime_error(what + ": http write: " + ec.message());
+                self->response_ = {};
+                http::async_read(self->stream_, self->buffer_, self->response_,
+                                 [self, next, what](beast::error_code read_ec, std::size_t) {
+                                     if (read_ec) {
+                                         throw std::runtime_error(what + ": http read: " +
+                                                                  read_ec.message());
+                                     }
+                                     next(*self);
+                                 });
+            });
     }
 
     void expect(http::status status, const char* what) const {
