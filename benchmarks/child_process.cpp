@@ -212,4 +212,12 @@ std::int64_t ChildProcess::peak_resident_kib() const {
     return 0;
 }
 
+std::int64_t ChildProcess::resident_kib() const {
+    std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+    for (std::string line; std::getline(status, line);) {
+        if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+    }
+    return 0;
+}
+
 }  // namespace seatlock::bench

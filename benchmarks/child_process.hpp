@@ -52,6 +52,8 @@ public:
     [[nodiscard]] double cpu_seconds() const;
     /// Its peak resident memory so far, in KiB (/proc/<pid>/status VmHWM).
     [[nodiscard]] std::int64_t peak_resident_kib() const;
+    /// Its resident memory now, in KiB (/proc/<pid>/status VmRSS).
+    [[nodiscard]] std::int64_t resident_kib() const;
 
 private:
     pid_t pid_ = -1;

@@ -35,6 +35,8 @@ public:
     [[nodiscard]] int port() const noexcept { return port_; }
     /// Its CPU time so far, every thread, user + system, in seconds.
     [[nodiscard]] double cpu_seconds() const { return process_->cpu_seconds(); }
+    /// Its resident memory now, in KiB.
+    [[nodiscard]] std::int64_t resident_kib() const { return process_->resident_kib(); }
     /// SIGTERM, then waits for it to end; throws unless it exits cleanly (status 0).
     void stop();
 

@@ -130,6 +130,8 @@ void write_json(const Results& results) {
         doc["peers"] = std::move(peers);
     }
     doc["runs"] = std::move(runs);
+    if (results.viewers && !results.viewers->runs.empty())
+        doc["viewers"] = viewers_json(*results.viewers);
     doc["ratios"] = std::move(ratios);
     doc["problems"] = boost::json::value_from(results.problems);
     const std::filesystem::path path(o.out);

@@ -10,6 +10,7 @@
 #include "node_redlock.hpp"
 #include "options.hpp"
 #include "row.hpp"
+#include "viewers.hpp"
 
 namespace seatlock::bench {
 
@@ -20,6 +21,7 @@ struct Results {
     const std::vector<std::string>& problems;
     std::string load_at_start;
     std::optional<NodeRedlock> node_redlock;  ///< when a wanted scenario had the peer
+    const ViewersResult* viewers;             ///< the viewers scenario, when it ran
 };
 
 /// Writes `results` to options.out (creating its directory) and says where; nothing when

@@ -25,6 +25,7 @@
 #include "options.hpp"
 #include "report.hpp"
 #include "run.hpp"
+#include "viewers.hpp"
 
 namespace seatlock::bench {
 namespace {
@@ -34,6 +35,7 @@ int bench(const Options& options) {
     std::vector<std::string> problems;
     std::vector<Row> rows;
     std::optional<NodeRedlock> peer;
+    ViewersResult viewers;
     {
         Run run(options);
         if (!redis_backend_built &&
@@ -48,13 +50,16 @@ int bench(const Options& options) {
             print_table_row(row);
         });
         peer = run.node_redlock();
+        viewers = run.viewers();
     }
+    for (auto& p : check_viewers(viewers)) problems.push_back(std::move(p));
     print_script_times(rows);
     print_primary_times(rows);
     const std::vector<Figure> judged = figures(rows);
     print_figures(judged, options.quick);
+    print_viewer_figures(viewers, options.quick);
     print_not_run(rows);
-    write_json({options, rows, judged, problems, load_at_start, peer});
+    write_json({options, rows, judged, problems, load_at_start, peer, &viewers});
     print_problems(problems);
     return problems.empty() ? 0 : 1;
 }

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "scenarios.hpp"
+#include "viewers.hpp"
 
 namespace seatlock::bench {
 
@@ -18,6 +19,8 @@ const std::string_view usage =
     "               hold3+confirm ga_hold2+release contended_hold1 hold3_kept http_hold+release\n"
     "               http_hold+release_apart (default: all); http_hold+release: the ticketing\n"
     "               server over HTTP; _apart: with Redis on a CPU of its own\n"
+    "               viewers: the server's seat map of a 60,000-seat venue followed by stream\n"
+    "               viewers and pollers while 64 connections hold and release (viewers.hpp)\n"
     "  --backend    memory redis redis-cluster by-hand floor raw node-redlock (default: all);\n"
     "               redis-cluster: a private Redis Cluster of 3 primaries and 3 replicas,\n"
     "               one event per caller (hold3+release only, at 64 callers unless --callers);\n"
@@ -46,6 +49,7 @@ std::vector<std::string> split(const std::string& list) {
 }
 
 bool is_scenario(const std::string& name) {
+    if (name == viewers_scenario) return true;
     return std::any_of(scenarios.begin(), scenarios.end(),
                        [&](const auto& s) { return s.name == name; });
 }

@@ -71,6 +71,11 @@ std::vector<Row> Run::measure(const std::function<void(const Row&)>& on_row) {
             }
         }
     }
+    // The viewers scenario has a table of its own (viewers.hpp), after the rows.
+    if (o_.scenarios.empty() || std::find(o_.scenarios.begin(), o_.scenarios.end(),
+                                          viewers_scenario) != o_.scenarios.end()) {
+        viewers_ = run_viewers(o_, server_.get(), stats_.get());
+    }
     stats_.reset();
     server_.reset();
     cluster_stats_.clear();

@@ -20,6 +20,7 @@
 #include "redis_cluster.hpp"
 #include "row.hpp"
 #include "scenarios.hpp"
+#include "viewers.hpp"
 
 namespace seatlock::testing {
 class RedisServer;
@@ -51,6 +52,9 @@ public:
     [[nodiscard]] const std::optional<NodeRedlock>& node_redlock() const noexcept {
         return node_redlock_;
     }
+
+    /// The viewers scenario's runs, once measure() ran it (empty when not wanted).
+    [[nodiscard]] const ViewersResult& viewers() const noexcept { return viewers_; }
 
 private:
     // One run of the table: a backend (or peer) at a number of callers (blocking) or of
@@ -95,6 +99,7 @@ private:
     std::vector<std::unique_ptr<Connection>> cluster_stats_;  ///< one per primary, by port
     BaselineScripts scripts_;
     std::optional<NodeRedlock> node_redlock_;
+    ViewersResult viewers_;
 };
 
 }  // namespace seatlock::bench
