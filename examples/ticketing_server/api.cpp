@@ -91,17 +91,21 @@ json::object to_json(const seatlock::Hold& hold) {
                      {"expires_at", iso_time(hold.expires_at)},
                      {"status", seatlock::to_string(hold.status)}};
     if (!hold.order_id.empty()) out["order_id"] = hold.order_id;
+    // The seat map's version that shows this step (its ETag, a stream frame's id).
+    if (hold.version != 0) out["version"] = hold.version;
     return out;
 }
 
 json::object to_json(const seatlock::Order& order) {
-    return {{"order_id", order.id},
-            {"event", order.event},
-            {"zone", order.zone},
-            {"seats", to_json(order.seats)},
-            {"hold_token", order.hold_token},
-            {"status", order.cancelled ? "cancelled" : "paid"},
-            {"paid_at", iso_time(order.paid_at)}};
+    json::object out{{"order_id", order.id},
+                     {"event", order.event},
+                     {"zone", order.zone},
+                     {"seats", to_json(order.seats)},
+                     {"hold_token", order.hold_token},
+                     {"status", order.cancelled ? "cancelled" : "paid"},
+                     {"paid_at", iso_time(order.paid_at)}};
+    if (order.version != 0) out["version"] = order.version;
+    return out;
 }
 
 json::object to_json(const seatlock::EventSpec& event) {
