@@ -97,15 +97,13 @@ json::object to_json(const seatlock::Hold& hold) {
 }
 
 json::object to_json(const seatlock::Order& order) {
-    json::object out{{"order_id", order.id},
-                     {"event", order.event},
-                     {"zone", order.zone},
-                     {"seats", to_json(order.seats)},
-                     {"hold_token", order.hold_token},
-                     {"status", order.cancelled ? "cancelled" : "paid"},
-                     {"paid_at", iso_time(order.paid_at)}};
-    if (order.version != 0) out["version"] = order.version;
-    return out;
+    return {{"order_id", order.id},
+            {"event", order.event},
+            {"zone", order.zone},
+            {"seats", to_json(order.seats)},
+            {"hold_token", order.hold_token},
+            {"status", order.cancelled ? "cancelled" : "paid"},
+            {"paid_at", iso_time(order.paid_at)}};
 }
 
 json::object to_json(const seatlock::EventSpec& event) {
@@ -170,24 +168,36 @@ std::string entity_tag(std::string_view body) {
     return fmt::format("\"{:016x}\"", hash);
 }
 
-// Whether If-None-Match names `tag` (or is "*"). GET compares weakly: W/"x" matches "x".
-bool none_match_names(const HttpRequest& request, std::string_view tag) {
-    const auto [first, last] = request.equal_range(http::field::if_none_match);
+// Spaces and tabs off both ends of `text`.
+std::string_view trimmed(std::string_view text) {
+    while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+    while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+    return text;
+}
+
+// Calls `element` with each element of the comma-separated lists in the request's `field`
+// lines, trimmed; true as soon as `element` answers true.
+template <typename Element>
+bool any_list_element(const HttpRequest& request, http::field field, Element&& element) {
+    const auto [first, last] = request.equal_range(field);
     for (auto line = first; line != last; ++line) {
         std::string_view list(line->value().data(), line->value().size());
         while (!list.empty()) {
             const auto comma = list.find(',');
-            std::string_view item = list.substr(0, comma);
+            const std::string_view item = trimmed(list.substr(0, comma));
             list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-            while (!item.empty() && (item.front() == ' ' || item.front() == '\t'))
-                item.remove_prefix(1);
-            while (!item.empty() && (item.back() == ' ' || item.back() == '\t'))
-                item.remove_suffix(1);
-            if (item.starts_with("W/")) item.remove_prefix(2);
-            if (item == "*" || item == tag) return true;
+            if (!item.empty() && element(item)) return true;
         }
     }
     return false;
+}
+
+// Whether If-None-Match names `tag` (or is "*"). GET compares weakly: W/"x" matches "x".
+bool none_match_names(const HttpRequest& request, std::string_view tag) {
+    return any_list_element(request, http::field::if_none_match, [tag](std::string_view item) {
+        if (item.starts_with("W/")) item.remove_prefix(2);
+        return item == "*" || item == tag;
+    });
 }
 
 // A successful GET gets its ETag, and becomes 304 without a body when the client has it.
@@ -208,32 +218,22 @@ HttpResponse conditional(const HttpRequest& request, HttpResponse response) {
 
 // Whether Accept-Encoding takes gzip (a q of 0 refuses it).
 bool accepts_gzip(const HttpRequest& request) {
-    const auto [first, last] = request.equal_range(http::field::accept_encoding);
-    for (auto line = first; line != last; ++line) {
-        std::string_view list(line->value().data(), line->value().size());
-        while (!list.empty()) {
-            const auto comma = list.find(',');
-            std::string_view item = list.substr(0, comma);
-            list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-            std::string_view params;
-            if (const auto semi = item.find(';'); semi != std::string_view::npos) {
-                params = item.substr(semi + 1);
-                item = item.substr(0, semi);
-            }
-            while (!item.empty() && (item.front() == ' ' || item.front() == '\t'))
-                item.remove_prefix(1);
-            while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
-            if (!boost::beast::iequals(item, "gzip") && item != "*") continue;
-            // "gzip;q=0" refuses it; any other weight takes it.
-            const auto q = params.find("q=");
-            if (q != std::string_view::npos) {
-                const std::string weight(params.substr(q + 2));
-                if (std::strtod(weight.c_str(), nullptr) <= 0.0) return false;
-            }
-            return true;
+    bool refused = false;
+    const bool named = any_list_element(request, http::field::accept_encoding, [&](std::string_view item) {
+        std::string_view params;
+        if (const auto semi = item.find(';'); semi != std::string_view::npos) {
+            params = item.substr(semi + 1);
+            item = trimmed(item.substr(0, semi));
         }
-    }
-    return false;
+        if (!boost::beast::iequals(item, "gzip") && item != "*") return false;
+        // "gzip;q=0" refuses it; any other weight takes it.
+        if (const auto q = params.find("q="); q != std::string_view::npos) {
+            const std::string weight(params.substr(q + 2));
+            refused = std::strtod(weight.c_str(), nullptr) <= 0.0;
+        }
+        return true;
+    });
+    return named && !refused;
 }
 
 // A version from a query parameter or header; nullopt when it is not a whole number.

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "support/http_client.hpp"
+#include "support/wire_form.hpp"
 
 namespace seatlock::testing::faults {
 namespace {
@@ -107,27 +108,7 @@ std::optional<std::map<std::string, std::string>> seat_map(int port, const Venue
                 *error = "GET seats answered " + std::to_string(reply.status) + " " + reply.body;
             return std::nullopt;
         }
-        // The wire form (docs/ticketing-server.md): ids from the zone's rows, one state
-        // character per seat in the same order.
-        std::map<std::string, std::string> states;
-        const auto json = reply.json();
-        const auto& zone = json.at("zones").as_array().at(0).as_object();
-        std::vector<std::string> ids;
-        for (const auto& entry : zone.at("rows").as_array()) {
-            const auto& row = entry.as_array();
-            const std::string name(row.at(0).as_string());
-            if (row.at(1).is_array()) {
-                for (const auto& id : row.at(1).as_array()) ids.emplace_back(id.as_string());
-            } else {
-                for (std::int64_t n = 1; n <= row.at(1).to_number<std::int64_t>(); ++n)
-                    ids.push_back(name + "-" + std::to_string(n));
-            }
-        }
-        const std::string codes(zone.at("states").as_string());
-        for (std::size_t i = 0; i < ids.size() && i < codes.size(); ++i) {
-            states[ids[i]] = codes[i] == 'f' ? "free" : codes[i] == 'h' ? "held" : "paid";
-        }
-        return states;
+        return seatlock::testing::seat_states_of(reply.json().at("zones").as_array().at(0).as_object());
     } catch (const std::exception& e) {
         if (error) *error = std::string("GET seats failed: ") + e.what();
         return std::nullopt;

@@ -395,6 +395,9 @@ TEST_CASE("the whole map is tens of kilobytes for 60,000 seats, and gzip is smal
                                      {{"Accept-Encoding", "gzip;q=0, identity"}});
     CHECK(refused.header("Content-Encoding").empty());
     CHECK(refused.body == plain.body);
+    // Any other weight takes it, whatever its case.
+    CHECK(client.send("GET", "/events/stadium/seats", "", {{"Accept-Encoding", "identity, GZIP; q=0.5"}})
+              .header("Content-Encoding") == "gzip");
 }
 
 TEST_CASE_TEMPLATE("the stream starts with the map, sends each change, and resumes after Last-Event-ID",
