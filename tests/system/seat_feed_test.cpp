@@ -316,7 +316,8 @@ TEST_CASE_TEMPLATE("the wire form decodes to the seats' states, and ?since= to t
     apply_changes(applied, since.json());
     CHECK(applied == expected);
     bool bleachers = false;
-    for (const auto& zone : since.json().at("zones").as_array())
+    const auto since_json = since.json();  // the loop reads into it: not a temporary
+    for (const auto& zone : since_json.at("zones").as_array())
         bleachers = bleachers || zone.as_array().at(0) == "bleachers-left";
     CHECK(bleachers);
     // Nothing after the latest version; a version ahead of the server is gone too.
