@@ -623,6 +623,25 @@ struct HandlerExecutor {
     }
 };
 
+// A fake and its clock, and a manager's options that report the releases it gives up
+// (after `retry_inline` of retrying in the caller's stead).
+struct FailingReleases {
+    seatlock::FakeBackend backend;
+    seatlock::FakeLockClock clock{backend};
+    Reported reported;
+    seatlock::LockOptions options;
+
+    explicit FailingReleases(std::chrono::milliseconds retry_inline) {
+        options.release_retry_inline = retry_inline;
+        options.on_release_error = reported.callback();
+    }
+    /// Every release from now on fails before it is applied, until clear_faults().
+    void fail_every_release() {
+        backend.inject({seatlock::op::id<seatlock::op::release_locks>,
+                        seatlock::FakeBackend::FaultKind::fail_before, 1'000'000});
+    }
+};
+
 // Moves `clock` in 5 ms steps until `done` or `limit` has passed on the clock. A pause
 // that fell due in a step runs on Asio's system threads: before the next step, wait
 // (yielding, not sleeping) until it has run, i.e. until a pause waits on the clock again
@@ -662,19 +681,17 @@ TEST_CASE("a use_future guard's destructor retries a failing release as a blocki
 
 TEST_CASE(
     "a use_future guard's release still failing when its manager goes is given up and reported") {
-    seatlock::FakeBackend backend;
-    seatlock::FakeLockClock clock(backend);
-    Reported reported;
-    seatlock::LockOptions o;
-    o.release_retry_inline = 10ms;
-    o.on_release_error = reported.callback();
+    FailingReleases w(10ms);
+    auto& backend = w.backend;
+    auto& clock = w.clock;
+    auto& reported = w.reported;
+    const auto& o = w.options;
     {
         seatlock::LockManager locks(backend, clock, o);
         {
             auto guard = locks.async_try_lock("game1:F-3", asio::use_future).get();
             REQUIRE(guard);
-            backend.inject({seatlock::op::id<seatlock::op::release_locks>,
-                            seatlock::FakeBackend::FaultKind::fail_before, 1'000'000});
+            w.fail_every_release();
         }
         // The manager's thread goes on retrying (pauses are backoff_max at most); nothing
         // was given up yet.
@@ -696,18 +713,16 @@ TEST_CASE(
 }
 
 TEST_CASE("async_unlock with use_future hands a release still failing to the manager's thread") {
-    seatlock::FakeBackend backend;
-    seatlock::FakeLockClock clock(backend);
-    Reported reported;
-    seatlock::LockOptions o;
-    o.release_retry_inline = 20ms;
-    o.on_release_error = reported.callback();
+    FailingReleases w(20ms);
+    auto& backend = w.backend;
+    auto& clock = w.clock;
+    auto& reported = w.reported;
+    const auto& o = w.options;
     {
         seatlock::LockManager locks(backend, clock, o);
         auto guard = locks.async_try_lock_all({"game1:F-4", "game1:F-5"}, asio::use_future).get();
         REQUIRE(guard);
-        backend.inject({seatlock::op::id<seatlock::op::release_locks>,
-                        seatlock::FakeBackend::FaultKind::fail_before, 1'000'000});
+        w.fail_every_release();
         auto unlocked = guard->async_unlock(asio::use_future);
         REQUIRE(advance_until(clock,
                               [&] { return unlocked.wait_for(0s) == std::future_status::ready; }));
@@ -731,18 +746,16 @@ TEST_CASE("async_unlock with use_future hands a release still failing to the man
 TEST_CASE(
     "async_unlock with use_future: a release failing past the manager is reported, not left "
     "behind") {
-    seatlock::FakeBackend backend;
-    seatlock::FakeLockClock clock(backend);
-    Reported reported;
-    seatlock::LockOptions o;
-    o.release_retry_inline = 20ms;
-    o.on_release_error = reported.callback();
+    FailingReleases w(20ms);
+    auto& backend = w.backend;
+    auto& clock = w.clock;
+    auto& reported = w.reported;
+    const auto& o = w.options;
     {
         seatlock::LockManager locks(backend, clock, o);
         auto guard = locks.async_try_lock("game1:F-6", asio::use_future).get();
         REQUIRE(guard);
-        backend.inject({seatlock::op::id<seatlock::op::release_locks>,
-                        seatlock::FakeBackend::FaultKind::fail_before, 1'000'000});
+        w.fail_every_release();
         auto unlocked = guard->async_unlock(asio::use_future);
         REQUIRE(advance_until(clock,
                               [&] { return unlocked.wait_for(0s) == std::future_status::ready; }));
