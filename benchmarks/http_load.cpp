@@ -20,9 +20,9 @@ using tcp = asio::ip::tcp;
 
 constexpr int buyers_per_connection = 1000;
 
-class Connection : public std::enable_shared_from_this<Connection> {
+class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 public:
-    Connection(asio::io_context& io, const HttpTarget& target, int index)
+    HttpConnection(asio::io_context& io, const HttpTarget& target, int index)
         : stream_(io),
           random_(static_cast<std::uint_fast32_t>(index) + 1),
           buyer_prefix_("fan-" + std::to_string(index) + "-") {
@@ -48,7 +48,7 @@ public:
         const std::string user = buyer_prefix_ + std::to_string(buyer(random_));
         hold_.set("X-User-Id", user);
         release_.set("X-User-Id", user);
-        exchange(hold_, [](Connection& self) { self.on_held(); });
+        exchange(hold_, [](HttpConnection& self) { self.on_held(); });
     }
 
 private:
@@ -79,7 +79,7 @@ private:
         const auto end = at == std::string::npos ? at : body.find('"', at + mark.size());
         if (end == std::string::npos) throw std::runtime_error("a hold without a token: " + body);
         release_.target("/holds/" + body.substr(at + mark.size(), end - at - mark.size()));
-        exchange(release_, [](Connection& self) { self.on_released(); });
+        exchange(release_, [](HttpConnection& self) { self.on_released(); });
     }
 
     void on_released() {
@@ -109,7 +109,7 @@ private:
 }  // namespace
 
 AsyncOperation http_hold_release(asio::io_context& io, const HttpTarget& target, int index) {
-    auto connection = std::make_shared<Connection>(io, target, index);
+    auto connection = std::make_shared<HttpConnection>(io, target, index);
     return [connection](Lap& lap, const Done& done) { connection->start(lap, done); };
 }
 

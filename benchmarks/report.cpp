@@ -13,11 +13,11 @@
 
 namespace seatlock::bench {
 
-namespace {
-
-std::string opt(const std::optional<double>& v, const char* format = "{:.2f}") {
+std::string cell(const std::optional<double>& v, const char* format) {
     return v ? fmt::format(fmt::runtime(format), *v) : "-";
 }
+
+namespace {
 
 constexpr std::string_view row_format =
     "| {:<38} | {:<13} | {:>7} | {:>10} | {:>8} | {:>8} | {:>9} | {:>10} | {:>8} | {:>8} | "
@@ -74,9 +74,9 @@ void print_table_row(const Row& r) {
                fmt::format("{:.1f}", m.latency.quantile_us(0.5)),
                fmt::format("{:.1f}", m.latency.quantile_us(0.99)),
                fmt::format("{:.1f}", m.latency.quantile_us(0.999)),
-               opt(r.first_step_p99_us(), "{:.1f}"), opt(r.per_op(&CounterDelta::replies)),
-               opt(r.per_op(&CounterDelta::commands)), opt(r.server_us_per_op(), "{:.1f}"),
-               opt(r.requests_per_read()), fmt::format("{:.2f}", m.cores_used()),
+               cell(r.first_step_p99_us(), "{:.1f}"), cell(r.per_op(&CounterDelta::replies)),
+               cell(r.per_op(&CounterDelta::commands)), cell(r.server_us_per_op(), "{:.1f}"),
+               cell(r.requests_per_read()), fmt::format("{:.2f}", m.cores_used()),
                fmt::format("{:.1f}", static_cast<double>(m.peak_rss_kib) / 1024.0));
     std::fflush(stdout);
 }
@@ -113,14 +113,14 @@ void print_primary_times(const std::vector<Row>& rows) {
         for (std::size_t i = 0; i < r.nodes.size(); ++i)
             line += fmt::format("  :{} {:.1f} us", r.nodes[i].port, *r.node_us_per_op(i));
         fmt::print("  {:<38} {:<13} {:>4}{}  (sum {} us)\n", r.label(), kind_name(r.kind),
-                   r.m.callers, line, opt(r.server_us_per_op(), "{:.1f}"));
+                   r.m.callers, line, cell(r.server_us_per_op(), "{:.1f}"));
     }
 }
 
 void print_figures(const std::vector<Figure>& figures, bool quick) {
     fmt::print("\nratios{}:\n", quick ? " (quick mode: too few operations to mean anything)" : "");
     for (const auto& f : figures) {
-        fmt::print("  {:<68} {:>9}{}\n", f.text, opt(f.value, f.format), verdict(f));
+        fmt::print("  {:<68} {:>9}{}\n", f.text, cell(f.value, f.format), verdict(f));
     }
 }
 

@@ -3,6 +3,7 @@
 // verdicts, the peer rows that did not run, and the problems.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,8 @@
 
 namespace seatlock::bench {
 
+/// A table cell: `v` in `format`, or "-" when there is no figure.
+std::string cell(const std::optional<double>& v, const char* format = "{:.2f}");
 /// Says that the seatlock-on-Redis and command floor rows were asked for but not built.
 void print_without_redis_backend();
 /// The mode, the time budget and the machine the figures come from.

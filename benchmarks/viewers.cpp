@@ -1,6 +1,8 @@
 // benchmarks/viewers.cpp: the viewers scenario's runs, figures, checks and JSON.
 #include "viewers.hpp"
 
+#include "report.hpp"
+
 #include <fmt/core.h>
 #include <stdlib.h>
 
@@ -256,10 +258,6 @@ const ViewerRun* base_of(const ViewersResult& result, const ViewerRun& r) {
     return nullptr;
 }
 
-std::string opt(const std::optional<double>& v, const char* format = "{:.2f}") {
-    return v ? fmt::format(fmt::runtime(format), *v) : std::string("-");
-}
-
 void print_run(const ViewerRun& r, const ViewerRun* base) {
     if (!r.measured()) {
         fmt::print("| {} | {} | not run: {} |\n", kind_name(r.kind), r.mix.name, r.not_run);
@@ -269,10 +267,11 @@ void print_run(const ViewerRun& r, const ViewerRun* base) {
     const double s = r.m.seconds;
     fmt::print("| {} | {} | {:.0f} | {} | {:.1f} | {} | {} / {} | {} / {} | {:.0f} | {:.0f} ({:.0f}) "
                "| {} |\n",
-               kind_name(r.kind), r.mix.name, d.pairs_per_s, opt(d.sales_ratio), d.hold_p99_ms,
-               opt(d.hold_p99_ratio), opt(r.mix.streams > 0 ? d.stale_p50_ms : std::nullopt, "{:.0f}"),
-               opt(r.mix.streams > 0 ? d.stale_p99_ms : std::nullopt, "{:.0f}"),
-               opt(d.poll_stale_p50_ms, "{:.0f}"), opt(d.poll_stale_p99_ms, "{:.0f}"),
+               kind_name(r.kind), r.mix.name, d.pairs_per_s, cell(d.sales_ratio), d.hold_p99_ms,
+               cell(d.hold_p99_ratio),
+               cell(r.mix.streams > 0 ? d.stale_p50_ms : std::nullopt, "{:.0f}"),
+               cell(r.mix.streams > 0 ? d.stale_p99_ms : std::nullopt, "{:.0f}"),
+               cell(d.poll_stale_p50_ms, "{:.0f}"), cell(d.poll_stale_p99_ms, "{:.0f}"),
                static_cast<double>(r.viewers.frames) / s, static_cast<double>(r.viewers.polls) / s,
                static_cast<double>(r.viewers.polls_changed) / s, d.dropped);
 }
@@ -358,9 +357,9 @@ void print_viewer_figures(const ViewersResult& result, bool quick) {
         if (!r.measured() || r.mix.viewers() == 0) continue;
         const Derived d = derive(r, base_of(result, r));
         fmt::print("| {} | {} | {} | {} | {} | {} | {} | {} |\n", kind_name(r.kind), r.mix.name,
-                   opt(d.redis_calls_per_viewer_s, "{:.3f}"), opt(d.redis_cpu_us_per_viewer_s),
-                   opt(d.redis_cpu_ratio), opt(d.rss_kib_per_viewer, "{:.1f}"),
-                   opt(d.server_cpu_us_per_viewer_s, "{:.1f}"), r.probes);
+                   cell(d.redis_calls_per_viewer_s, "{:.3f}"), cell(d.redis_cpu_us_per_viewer_s),
+                   cell(d.redis_cpu_ratio), cell(d.rss_kib_per_viewer, "{:.1f}"),
+                   cell(d.server_cpu_us_per_viewer_s, "{:.1f}"), r.probes);
     }
     for (const auto& r : result.runs) {
         if (r.measured() && r.holds > 0 && r.holds_with_version == 0) {

@@ -30,6 +30,9 @@
 #include <thread>
 #include <vector>
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace async_redis_test {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using seatlock::errc;
@@ -365,3 +368,5 @@ TEST_CASE(
         reported.clear();
     }
 }
+
+}  // namespace async_redis_test

@@ -14,6 +14,9 @@
 #include <thread>
 #include <vector>
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace blocking_pipeline_test {
+
 using namespace std::chrono_literals;
 using seatlock::testing::RedisAdmin;
 using seatlock::testing::RedisServer;
@@ -149,3 +152,5 @@ TEST_CASE("CLIENT KILL under 16 blocking holds in flight: each ends once, none h
     for (auto& t : callers) t.join();
     CHECK(again == threads);
 }
+
+}  // namespace blocking_pipeline_test

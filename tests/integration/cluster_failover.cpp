@@ -28,6 +28,9 @@
 #include <random>
 #include <thread>
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace cluster_failover_test {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -185,7 +188,7 @@ public:
 
     Callers(seatlock::RedisBackend& backend, std::string event)
         : blocking_(backend, no_limit()), async_(backend, no_limit()), event_(std::move(event)) {
-        blocking_.create_event(::event(event_, seats)).value();
+        blocking_.create_event(cluster_failover_test::event(event_, seats)).value();
         for (int t = 0; t < 4; ++t) {
             threads_.emplace_back([this, t] {
                 if (t % 2 == 0)
@@ -412,3 +415,5 @@ TEST_CASE("a replica taking over by CLUSTER FAILOVER: both APIs follow it within
     callers.stop();
     check_after_failover(callers, replica, slot);
 }
+
+}  // namespace cluster_failover_test

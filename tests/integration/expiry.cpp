@@ -13,6 +13,9 @@
 #include <set>
 #include <thread>
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace expiry_test {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -113,3 +116,5 @@ TEST_CASE("pending expiries live in Redis sorted sets, not in keyspace notificat
     CHECK(admin.integer({"ZCARD", "seatlock:expired:{game2}"}) == 12);
     CHECK(store.expired(1000, 1min).value().size() == holds.size());
 }
+
+}  // namespace expiry_test

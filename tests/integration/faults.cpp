@@ -15,6 +15,9 @@
 #include <atomic>
 #include <thread>
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace faults_test {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -327,3 +330,5 @@ TEST_CASE("db selects the database every connection works in") {
     REQUIRE(refused.is(errc::connection_failed));
     CHECK(refused.error().detail.find("SELECT 99") != std::string::npos);
 }
+
+}  // namespace faults_test

@@ -26,6 +26,9 @@
 #include "support/redis_admin.hpp"
 #include "support/redis_setup.hpp"
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace io_run_returns_test {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using seatlock::errc;
@@ -339,3 +342,5 @@ TEST_CASE(
         std::this_thread::sleep_for(50ms);  // the close reaches this end
     }
 }
+
+}  // namespace io_run_returns_test

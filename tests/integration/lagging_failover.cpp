@@ -86,6 +86,9 @@
 #include <thread>
 #include <vector>
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace lagging_failover_test {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -1041,3 +1044,5 @@ TEST_CASE(
     f.primary_now = [&] { return owner_of(cluster, slot); };
     sell_through_a_lagging_failover(f);
 }
+
+}  // namespace lagging_failover_test

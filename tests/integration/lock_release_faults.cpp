@@ -14,6 +14,9 @@
 #include <optional>
 #include <thread>
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace lock_release_faults_test {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -134,3 +137,5 @@ TEST_CASE("a release while Redis is down: free within 1 s of Redis coming back")
     CHECK(kept.unlock());
     CHECK(given_up == 0);
 }
+
+}  // namespace lock_release_faults_test

@@ -3,6 +3,9 @@
 
 #include <doctest/doctest.h>
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace options_test {
+
 using seatlock::errc;
 using seatlock::RedisOptions;
 
@@ -178,3 +181,5 @@ TEST_CASE("unix_socket: host and port unused, the path's length checked, one ser
         o.sentinel_service = "mymaster";
     }));
 }
+
+}  // namespace options_test

@@ -29,6 +29,9 @@
 #include <thread>
 #include <vector>
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace pipeline_test {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -702,3 +705,5 @@ TEST_CASE("a pipeline destroyed by one of its own callbacks ends every other cal
     CHECK(outcomes.done() == calls);
     CHECK(outcomes.not_once() == 0);
 }
+
+}  // namespace pipeline_test

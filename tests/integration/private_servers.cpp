@@ -9,6 +9,9 @@
 
 #include <string>
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace private_servers_test {
+
 using seatlock::testing::ClosedPort;
 using seatlock::testing::RedisAdmin;
 using seatlock::testing::RedisServer;
@@ -56,3 +59,5 @@ TEST_CASE("a closed port refuses connections, and no server can start on it whil
     CHECK(server.port() != closed.port());
     CHECK(pid_on(server.port()) == server.pid());
 }
+
+}  // namespace private_servers_test

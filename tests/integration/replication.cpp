@@ -25,6 +25,9 @@
 #include <thread>
 #include <vector>
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace replication_test {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -422,3 +425,5 @@ TEST_CASE("URLs turn replica-acknowledged writes on with query options") {
         if (!refused) CHECK(refused.error().detail.find("s3cret") == std::string::npos);
     }
 }
+
+}  // namespace replication_test

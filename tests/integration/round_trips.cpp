@@ -8,6 +8,9 @@
 
 #include <doctest/doctest.h>
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace round_trips_test {
+
 namespace {
 
 using Commands = std::vector<std::string>;
@@ -175,3 +178,5 @@ TEST_CASE("a lock spanning two groups moves both fencing counters past both") {
     REQUIRE(both.unlock());
     CHECK(w.admin.integer({"EXISTS", "seatlock:lock:{north}:A-2", "seatlock:lock:{south}:B-2"}) == 0);
 }
+
+}  // namespace round_trips_test

@@ -12,6 +12,9 @@
 
 #include <thread>
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace script_arguments_test {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -316,3 +319,5 @@ TEST_CASE(
     CHECK(h.error().detail.find("malformed argument: holder id") != std::string::npos);
     CHECK(w.unchanged());
 }
+
+}  // namespace script_arguments_test

@@ -15,6 +15,9 @@
 #include <algorithm>
 #include <thread>
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace storage_test {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -281,3 +284,5 @@ TEST_CASE("the functions' memo of key names forgets past 1,000 events or zones a
     CHECK(w.admin.integer({"HEXISTS", "seatlock:event:{memo0}", "h:" + h.token}) == 0);
     CHECK(w.admin.command({"KEYS", "seatlock:released:{memo0}:*"})->elements == 1);
 }
+
+}  // namespace storage_test

@@ -19,6 +19,9 @@
 #include <thread>
 #include <vector>
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace unix_socket_test {
+
 using namespace std::chrono_literals;
 using seatlock::errc;
 using seatlock::testing::RedisAdmin;
@@ -164,3 +167,5 @@ TEST_CASE("a restarted server is reached again through the same socket") {
     }
     CHECK(async);
 }
+
+}  // namespace unix_socket_test

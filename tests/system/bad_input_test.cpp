@@ -3,6 +3,9 @@
 // the same before and after.
 #include "support/system_test.hpp"
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace bad_input_test {
+
 using namespace seatlock::testing;
 
 namespace {
@@ -222,3 +225,5 @@ TEST_CASE("unknown endpoints are 404 and wrong methods 405") {
     shop.refused(wrong, 405, "method_not_allowed");
     CHECK(wrong.header("Allow") == "POST");
 }
+
+}  // namespace bad_input_test

@@ -9,6 +9,9 @@
 
 #include "support/system_test.hpp"
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace concurrency_test {
+
 using namespace seatlock::testing;
 
 namespace {
@@ -200,3 +203,5 @@ TEST_CASE_TEMPLATE(
     CHECK(counts.at("held") == capacity);
     CHECK(counts.at("free") == 0);
 }
+
+}  // namespace concurrency_test

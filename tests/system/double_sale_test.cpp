@@ -11,6 +11,9 @@
 #include "support/redis_server.hpp"
 #include "support/system_test.hpp"
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace double_sale_test {
+
 using namespace seatlock::testing;
 using namespace std::chrono_literals;
 
@@ -111,3 +114,5 @@ TEST_CASE(
     CHECK(again.error() == "seat_taken");
     CHECK(server.db_count("SELECT count(*) FROM refused_payments") == 1);
 }
+
+}  // namespace double_sale_test

@@ -7,6 +7,9 @@
 
 #include "support/system_test.hpp"
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace extend_test {
+
 using namespace seatlock::testing;
 
 namespace {
@@ -89,3 +92,5 @@ TEST_CASE("an extend by less than one second is refused with 400") {
         CHECK(reply.error() == "invalid_argument");
     }
 }
+
+}  // namespace extend_test

@@ -5,6 +5,9 @@
 
 #include "support/system_test.hpp"
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace flow_test {
+
 using namespace seatlock::testing;
 
 namespace {
@@ -233,3 +236,5 @@ TEST_CASE_TEMPLATE("best_available picks adjacent seats in one row", Storage,
     REQUIRE_MESSAGE(best.status == 201, best.body);
     CHECK(strings(best.json().at("seats")) == std::vector<std::string>{"A-3", "A-4", "A-5"});
 }
+
+}  // namespace flow_test

@@ -6,6 +6,9 @@
 #include "support/raw_connection.hpp"
 #include "support/system_test.hpp"
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace http_protocol_test {
+
 using namespace seatlock::testing;
 
 namespace {
@@ -202,3 +205,5 @@ TEST_CASE("an expectation other than 100-continue is refused with 417") {
     }
     CHECK(seat_a1(server) == "free");
 }
+
+}  // namespace http_protocol_test

@@ -6,6 +6,9 @@
 
 #include "support/system_test.hpp"
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace page_api_test {
+
 using namespace seatlock::testing;
 
 namespace {
@@ -225,3 +228,5 @@ TEST_CASE("two servers on one Redis tag the same seat map alike") {
     CHECK(from_two.header("ETag") == from_one.header("ETag"));
 }
 #endif
+
+}  // namespace page_api_test

@@ -6,6 +6,9 @@
 
 #include "support/system_test.hpp"
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace retry_test {
+
 using namespace seatlock::testing;
 using namespace std::chrono_literals;
 
@@ -80,3 +83,5 @@ TEST_CASE("a release retried after the database refused it answers 204 and close
     CHECK(seat_states(client, "demo-game", "lower-1")["A-1"] == "free");
     CHECK(client.del("/holds/" + token, "bob").status == 204);  // and again
 }
+
+}  // namespace retry_test

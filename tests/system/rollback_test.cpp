@@ -11,6 +11,9 @@
 #include "support/redis_server.hpp"
 #include "support/system_test.hpp"
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace rollback_test {
+
 using namespace seatlock::testing;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
@@ -249,3 +252,5 @@ TEST_CASE("a cancellation the rollback took back is made again by the repair, an
     CHECK(server.db_text("SELECT status FROM orders WHERE order_id = 'pay-alice'") == "cancelled");
     CHECK(server.db_count("SELECT count(*) FROM refused_payments") == 0);
 }
+
+}  // namespace rollback_test

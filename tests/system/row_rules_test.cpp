@@ -10,6 +10,9 @@
 
 #include "database.hpp"
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace row_rules_test {
+
 using ticketing::Database;
 using ticketing::HoldOutcome;
 using ticketing::OrderRecord;
@@ -105,3 +108,5 @@ TEST_CASE("a batch of expired holds is closed together, as one hold is") {
     }
     CHECK(pending(db) == 1);
 }
+
+}  // namespace row_rules_test

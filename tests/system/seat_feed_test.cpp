@@ -18,6 +18,9 @@
 
 #include "support/system_test.hpp"
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace seat_feed_test {
+
 using namespace seatlock::testing;
 using namespace std::chrono_literals;
 
@@ -559,3 +562,5 @@ TEST_CASE("SIGTERM with streams open stops the server promptly with exit code 0"
     for (auto& viewer : viewers) CHECK(viewer->ended_by_server(1s));
     CHECK(server.log().find("stopped") != std::string::npos);
 }
+
+}  // namespace seat_feed_test

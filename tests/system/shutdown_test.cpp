@@ -8,6 +8,9 @@
 #include "support/raw_connection.hpp"
 #include "support/system_test.hpp"
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace shutdown_test {
+
 using namespace seatlock::testing;
 
 namespace {
@@ -85,3 +88,5 @@ TEST_CASE("connections idle or partway through a request do not hold up SIGTERM"
     CHECK(half_header.closed_by_server(std::chrono::seconds(1)));
     CHECK(idle.closed_by_server(std::chrono::seconds(1)));
 }
+
+}  // namespace shutdown_test

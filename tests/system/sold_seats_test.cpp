@@ -13,6 +13,9 @@
 
 #include "database.hpp"
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace sold_seats_test {
+
 using ticketing::Database;
 using ticketing::OrderRecord;
 using ticketing::PendingReservation;
@@ -223,3 +226,5 @@ TEST_CASE("a file written before sold_seats existed gets its paid orders' seats 
     }
     CHECK(count(file.path(), "SELECT count(*) FROM sold_seats") == 3);
 }
+
+}  // namespace sold_seats_test

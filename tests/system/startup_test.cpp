@@ -17,6 +17,9 @@
 
 #include "startup.hpp"
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace startup_test {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
@@ -68,3 +71,5 @@ TEST_CASE("a start-up whose io_context is stopped ends with an error, not a hang
                     std::runtime_error);
     if (answering.joinable()) answering.join();
 }
+
+}  // namespace startup_test

@@ -30,6 +30,9 @@
 #include "metrics.hpp"
 #include "ticketing.hpp"
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace storage_loss_race_test {
+
 namespace asio = boost::asio;
 using seatlock::errc;
 using seatlock::MemoryBackend;
@@ -268,3 +271,5 @@ TEST_CASE(
     CHECK(servers.db_a.order("pay-1")->cancelled);
     CHECK(hold(servers.a, "bob"));
 }
+
+}  // namespace storage_loss_race_test

@@ -9,6 +9,9 @@
 #include <seatlock/backends/redis.hpp>
 #endif
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace venue_test {
+
 using namespace seatlock::testing;
 
 namespace {
@@ -114,3 +117,5 @@ TEST_CASE("servers sharing a Redis each list and sell only their own venue") {
     CHECK(zone_counts(client_b, "autumn-gig", "floor").at("held") == 0);
 }
 #endif
+
+}  // namespace venue_test

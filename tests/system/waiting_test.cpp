@@ -15,6 +15,9 @@
 #include <seatlock/lock_manager.hpp>
 #endif
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace waiting_test {
+
 using namespace seatlock::testing;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
@@ -157,3 +160,5 @@ TEST_CASE("a request waiting for a lock does not hold up the others") {
     CHECK(answered > meanwhile.last_answered);
 }
 #endif
+
+}  // namespace waiting_test

@@ -31,6 +31,9 @@
 #include <thread>
 #include <vector>
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace async_test {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using seatlock::errc;
@@ -813,3 +816,5 @@ TEST_CASE("no later step of a guard runs on an executor belonging to a handler a
     CHECK(locks.try_lock("game1:F-8"));
     CHECK(executor.uses->late == 0);
 }
+
+}  // namespace async_test

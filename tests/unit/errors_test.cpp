@@ -9,6 +9,9 @@
 #include <system_error>
 #include <utility>
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace errors_test {
+
 TEST_CASE("errc values are std::error_code values of the seatlock category") {
     std::error_code code = seatlock::errc::seat_taken;
     CHECK(code.category().name() == std::string("seatlock"));
@@ -164,3 +167,5 @@ TEST_CASE("lock_not_owned is not retry_safe: an unlock or extend of a lost lease
     }
     CHECK(guard->extend(std::chrono::seconds(1)).is(seatlock::errc::lock_not_owned));
 }
+
+}  // namespace errors_test

@@ -19,6 +19,9 @@
 #include <utility>
 #include <vector>
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace hold_store_async_test {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using seatlock::errc;
@@ -285,3 +288,5 @@ TEST_CASE("a plain callback is a token for every overload, with and without defa
     REQUIRE(bound);
     CHECK(*bound);
 }
+
+}  // namespace hold_store_async_test

@@ -8,6 +8,9 @@
 #include <atomic>
 #include <future>
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace hold_store_test {
+
 using namespace std::chrono_literals;
 using Fake = seatlock::FakeBackend;
 using seatlock::errc;
@@ -197,3 +200,5 @@ TEST_CASE("a Result<void> takes any result's success or failure, so code written
     REQUIRE(refused.is(errc::seat_taken));
     CHECK(refused.error().detail == "A-1 taken");
 }
+
+}  // namespace hold_store_test

@@ -3,6 +3,9 @@
 
 #include <doctest/doctest.h>
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace keys_test {
+
 TEST_CASE("ids allow letters, digits and ._@+- up to 128 characters") {
     CHECK(seatlock::is_valid_id("A-12"));
     CHECK(seatlock::is_valid_id("alice@example.com"));
@@ -45,3 +48,5 @@ TEST_CASE("owner and hold tokens are 128 random bits, never repeated") {
     }
     CHECK(seen.size() == 1000);
 }
+
+}  // namespace keys_test

@@ -10,6 +10,9 @@
 #include <mutex>
 #include <optional>
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace lock_manager_test {
+
 using namespace std::chrono_literals;
 using Fake = seatlock::FakeBackend;
 
@@ -561,3 +564,5 @@ TEST_CASE("try_lock with a watchdog in its LockOptions is renewed") {
     CHECK(guard->owns());
     CHECK(lost == 0);
 }
+
+}  // namespace lock_manager_test

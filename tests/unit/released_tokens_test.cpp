@@ -13,6 +13,9 @@
 #include <utility>
 #include <vector>
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace released_tokens_test {
+
 using seatlock::detail::ReleasedTokens;
 using seatlock::detail::TokenBits;
 
@@ -116,3 +119,5 @@ TEST_CASE("a released hold answers as released for 2 minutes after its release, 
     CHECK(store.release(hold->token).is(seatlock::errc::unknown_hold));
     CHECK(store.extend(hold->token, 1min).is(seatlock::errc::unknown_hold));
 }
+
+}  // namespace released_tokens_test

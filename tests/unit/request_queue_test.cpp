@@ -16,6 +16,9 @@
 #include "resp_writer.hpp"
 #include "seatlock_redis_scripts.hpp"
 
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace request_queue_test {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -280,3 +283,5 @@ TEST_CASE("a reply that cannot be read fails the oldest caller's request, not th
     REQUIRE(r.has_value());
     CHECK(r->what == "GET");
 }
+
+}  // namespace request_queue_test
