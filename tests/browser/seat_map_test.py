@@ -423,6 +423,14 @@ def run(a, b, s1, s2, s3, s4):
     a.screenshot("06-a-limit")
     b.screenshot("06-a-limit")
 
+    step("A's hold names its zone: it leads there, and the back button to the overview")
+    a.click('#hold-list a[data-action="show"]')
+    wait_until(lambda: a.showing() == "bleachers-left", 3, "A's hold leads to bleachers-left")
+    a.click("#back")
+    wait_until(lambda: a.showing() == "", 3, "A's back button leads to the overview")
+    a.driver.back()
+    wait_until(lambda: a.showing() == "bleachers-left", 3, "the browser's Back returns to the zone")
+
     step("releases and a cancel free the seats on both pages")
     a.hold_button("release")
     b.hold_button("release")

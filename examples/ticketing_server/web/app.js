@@ -586,9 +586,10 @@ function viewFromHash() {
 // Shows zone `zoneName` ("": the overview); the address follows, Back returns.
 function zoom(zoneName) {
   if (zoneName === state.view) return;
-  if (zoneName) history.pushState({ zoomed: true }, "", "#zone=" + encodeURIComponent(zoneName));
-  else if (history.state && history.state.zoomed) { history.back(); return; }  // popstate shows it
-  else history.replaceState(null, "", location.pathname + location.search);
+  const fromOverview = history.state && history.state.zoomed && history.state.from === "";
+  if (!zoneName && fromOverview) { history.back(); return; }  // popstate shows the overview
+  const address = zoneName ? "#zone=" + encodeURIComponent(zoneName) : location.pathname + location.search;
+  history.pushState(zoneName ? { zoomed: true, from: state.view } : null, "", address);
   showView(zoneName);
 }
 
