@@ -265,9 +265,9 @@ asio::awaitable<void> Ticketing::undo(std::string token, std::string idempotency
 }
 
 Task<std::vector<seatlock::EventSpec>> Ticketing::events() {
-    auto events = co_await store_.async_events(use_awaitable);
-    watch(events);
-    co_return events;
+    // The venue is fixed once the events are created: every page load lists it, and a
+    // read of every event's seats from the storage would cost it the whole venue.
+    co_return venue_;
 }
 
 Task<seatlock::SeatMap> Ticketing::seat_map(std::string event) {

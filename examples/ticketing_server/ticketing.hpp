@@ -53,7 +53,7 @@ public:
     /// not repaired yet), or nothing when healthy.
     std::optional<std::string> trouble() const;
 
-    /// What is on sale.
+    /// What is on sale: the venue's events, from memory (no storage call).
     Task<std::vector<seatlock::EventSpec>> events();
     /// The state of every seat of `event` at one version (the seat feed's whole read).
     Task<seatlock::SeatMap> seat_map(std::string event);

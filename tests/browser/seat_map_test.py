@@ -17,6 +17,10 @@ headless chromium of its own. Checks every acceptance step of the seat map:
   7. On the --hold-ttl 3 processes, a hold left alone turns free on both pages, and
      A's page says it expired.
 
+The pages open on the overview of the zones with their free seats (and no seat in the
+document); each step zooms into the zone it uses with the tiles and the back button, and
+the overview's counts follow the releases.
+
 Also: seats are reached and chosen with the keyboard, B's page never scrolls sideways at
 375 px, and the browser console of both pages shows no error (Chrome's network lines
 for the refusals provoked on purpose, 409 and 422 on a hold, are the only ones allowed).
@@ -156,13 +160,44 @@ class Page:
     def open(self, url, buyer):
         self.driver.get(url)
         wait_until(lambda: self.driver.execute_script(
-            "return document.querySelectorAll('rect.seat[data-seat]').length") > 0,
-                   10, f"{self.label}: the seat map drawn")
+            "return !document.getElementById('overview').hidden && "
+            "document.querySelectorAll('button.tile[data-free]').length") > 0,
+                   10, f"{self.label}: the overview of the zones drawn")
         field = self.driver.find_element(By.ID, "buyer")
         field.clear()
         field.send_keys(buyer + Keys.ENTER)
         wait_until(lambda: self.driver.title == "Seats for " + buyer, 5,
                    f"{self.label}: buying as {buyer}")
+
+    def showing(self):
+        """The zone zoomed into, or "" when the overview is shown (None: neither yet)."""
+        return self.driver.execute_script(
+            "if (!document.getElementById('overview').hidden) return '';"
+            "if (document.getElementById('zone-view').hidden) return null;"
+            "const z = document.querySelector('#zones > section.zone');"
+            "return z ? z.id.slice(5) : null;")
+
+    def overview(self):
+        """Back to the overview of the zones, with the page's own button."""
+        if self.showing() != "":
+            self.click("#back")
+            wait_until(lambda: self.showing() == "", 3, f"{self.label}: the overview shown")
+
+    def zoom(self, zone):
+        """Zooms into `zone` from the overview (going back to it first when needed)."""
+        if self.showing() == zone:
+            return
+        self.overview()
+        self.click(f'button.tile[data-zone="{zone}"]')
+        wait_until(lambda: self.showing() == zone, 3, f"{self.label}: zone {zone} shown")
+
+    def free_counts(self):
+        """zone -> the free seats its tile of the overview says (the overview is shown)."""
+        return self.driver.execute_script(
+            "const out = {};"
+            "for (const t of document.querySelectorAll('button.tile'))"
+            "  out[t.dataset.zone] = Number(t.dataset.free);"
+            "return out;")
 
     def states(self, zone):
         """seat id -> data-state ("free", "selected", "mine-held", "other-held", ...)."""
@@ -273,16 +308,35 @@ def step(name):
 
 
 def run(a, b, s1, s2, s3, s4):
-    step("A on one server, B on another, at 375 px")
+    step("A on one server, B on another, at 375 px: the overview of the zones")
     a.open(s1, "alice")
     b.open(s2, "bob")
-    width = b.driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
-    if width[0] > width[1]:
-        fail(f"B's page is {width[0]} px wide in a {width[1]} px window: it scrolls sideways")
+    demo = {"lower-1": 72, "lower-2": 72, "upper-1": 128, "bleachers-left": 200, "bleachers-right": 200}
+    for page in (a, b):
+        counts = page.free_counts()
+        if counts != demo:
+            fail(f"page {page.label}'s overview counts {counts}, expected {demo}")
+        seats = page.driver.execute_script("return document.querySelectorAll('rect.seat').length")
+        if seats:
+            fail(f"page {page.label}'s overview has {seats} seats in the document: it should have none")
     a.screenshot("01-start")
     b.screenshot("01-start")
 
-    step("B chooses A-1 and A-2 of lower-1 with the keyboard")
+    def no_sideways(what):
+        width = b.driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+        if width[0] > width[1]:
+            fail(f"B's page ({what}) is {width[0]} px wide in a {width[1]} px window: it scrolls sideways")
+
+    no_sideways("the overview")
+
+    step("B zooms into lower-1 and chooses A-1 and A-2 with the keyboard")
+    b.zoom("lower-1")
+    a.zoom("lower-1")
+    no_sideways("zone lower-1")
+    zones = b.driver.execute_script(
+        "return [...new Set([...document.querySelectorAll('rect.seat')].map(r => r.dataset.zone))]")
+    if zones != ["lower-1"] or len(b.states("lower-1")) != 72:
+        fail(f"B's zoomed page shows seats of {zones}, {len(b.states('lower-1'))} of lower-1")
     for seat in ("A-1", "A-2"):
         b.driver.execute_script("arguments[0].focus()", b.seat("lower-1", seat))
         b.driver.switch_to.active_element.send_keys(Keys.SPACE)
@@ -336,6 +390,8 @@ def run(a, b, s1, s2, s3, s4):
     b.screenshot("04-a-paid")
 
     step("B holds the best 3 seats together")
+    b.zoom("upper-1")
+    a.zoom("upper-1")
     b.set_number("pick-best-upper-1", 3)
     b.zone_button("upper-1", "hold-best")
     mine = wait_until(lambda: sorted(s for s, k in b.states("upper-1").items() if k == "mine-held"),
@@ -349,12 +405,15 @@ def run(a, b, s1, s2, s3, s4):
     b.screenshot("05-b-best")
 
     step("A holds a general-admission place, then is refused past the limit")
+    a.zoom("bleachers-left")
+    b.zoom("bleachers-left")
     a.set_number("pick-quantity-bleachers-left", 1)
     a.zone_button("bleachers-left", "hold-quantity")
     wait_until(lambda: "199 places free; you hold 1" in a.text('[data-zone-free="bleachers-left"]'),
                3, "A's page counts A's place")
     wait_until(lambda: "199 places free" in b.text('[data-zone-free="bleachers-left"]'), 2,
                "B's page counts A's place")
+    a.zoom("bleachers-right")
     a.set_number("pick-quantity-bleachers-right", 2)
     a.zone_button("bleachers-right", "hold-quantity")
     refusal = wait_until(lambda: a.text("#zone-bleachers-right .refusal"), 3, "A's limit refusal")
@@ -364,20 +423,35 @@ def run(a, b, s1, s2, s3, s4):
     a.screenshot("06-a-limit")
     b.screenshot("06-a-limit")
 
+    step("A's hold names its zone: it leads there, and the back button to the overview")
+    a.click('#hold-list a[data-action="show"]')
+    wait_until(lambda: a.showing() == "bleachers-left", 3, "A's hold leads to bleachers-left")
+    a.click("#back")
+    wait_until(lambda: a.showing() == "", 3, "A's back button leads to the overview")
+    a.driver.back()
+    wait_until(lambda: a.showing() == "bleachers-left", 3, "the browser's Back returns to the zone")
+
     step("releases and a cancel free the seats on both pages")
     a.hold_button("release")
     b.hold_button("release")
     a.click('#order-list button[data-action="cancel"]')
     wait_until(lambda: "cancelled" in a.text("#order-list li"), 3, "A's order cancelled")
     for page in (a, b):
-        wait_until(lambda: page.states("lower-1")["A-1"] == "free" and
-                   all(page.states("upper-1")[s] == "free" for s in mine) and
-                   "200 places free" in page.text('[data-zone-free="bleachers-left"]'),
-                   2, f"page {page.label} shows everything free again")
+        page.overview()
+        wait_until(lambda: page.free_counts() == demo, 2,
+                   f"page {page.label}'s overview counts everything free again")
+        page.zoom("upper-1")
+        wait_until(lambda: all(page.states("upper-1")[s] == "free" for s in mine), 2,
+                   f"page {page.label} shows B's best seats free again")
+        page.zoom("lower-1")
+        wait_until(lambda: page.states("lower-1")["A-1"] == "free", 2,
+                   f"page {page.label} shows A-1 free again")
 
     step("with --hold-ttl 3 a hold left alone turns free on both pages")
     a.open(s3, "alice")
     b.open(s4, "bob")
+    a.zoom("lower-2")
+    b.zoom("lower-2")
     a.seat("lower-2", "C-1").click()
     a.zone_button("lower-2", "hold-selected")
     wait_until(lambda: a.states("lower-2")["C-1"] == "mine-held", 3, "A's short hold")

@@ -4,7 +4,8 @@
 // (GET /events/{event}/stream, Server-Sent Events: the whole map, then its changes);
 // without it (no EventSource, or the stream broke) the page asks every half second
 // whether anything changed (conditional GETs: If-None-Match -> 304). The buyer's own
-// holds and orders are asked for that way too.
+// holds and orders are asked for that way too. The map opens on an overview of the
+// event's zones with their free seats; choosing one zooms into its seats.
 "use strict";
 
 const POLL_MS = 500;
@@ -16,7 +17,7 @@ const state = {
   event: "",
   events: [],            // from GET /events
   map: null,             // the seat map in its wire form, decoded (decodeMap)
-  zones: [],             // the map as rendered: seats with their states (viewZones)
+  view: "",              // the zone zoomed into ("": the overview of the event's zones)
   stream: null,          // the EventSource of the event's stream, while one is open
   streaming: false,      // the stream is open: the seat map is not polled
   nextExpiry: Infinity,  // when the next held seat shown held runs out (ms)
@@ -102,25 +103,47 @@ function mineUrl(what) {
 
 const STATES = { f: "free", h: "held", p: "paid" };
 
-// A whole map: each named zone's seat ids from its rows ([row, count] names row-1 ..
-// row-count; [row, [ids]] lists them), one state character per seat, and the held seats'
-// expiries ([position, Unix ms]).
+// A whole map: per zone its counts, its rows as sent ([row, count] names row-1 ..
+// row-count; [row, [ids]] lists them), one state character per seat and the held seats'
+// expiries ([position, Unix ms]). Seat ids and the seat -> position index of a zone are
+// made only when needed (layoutOf): a stadium's 60,000 seats are not decoded to draw
+// its overview. A zone whose rows did not change keeps its layout from the last map.
 function decodeMap(body) {
+  const before = new Map(state.map ? state.map.zones.map((z) => [z.zone, z]) : []);
   const zones = body.zones.map((z) => {
     const zone = { zone: z.zone, kind: z.kind, capacity: z.capacity, free: z.free,
-                   held: z.held, paid: z.paid, ids: [], rows: [], states: [], at: new Map(),
-                   expires: new Map() };
+                   held: z.held, paid: z.paid, rowsSent: null, key: "", layout: null,
+                   text: "", states: null, expires: new Map() };
     if (z.kind === "named") {
-      for (const [row, seats] of z.rows) {
-        const ids = Array.isArray(seats) ? seats : Array.from({ length: seats }, (_, n) => row + "-" + (n + 1));
-        for (const id of ids) { zone.at.set(id, zone.ids.length); zone.ids.push(id); zone.rows.push(row); }
-      }
-      zone.states = Array.from(z.states);
+      zone.rowsSent = z.rows;
+      zone.key = JSON.stringify(z.rows);
+      zone.text = z.states;
+      const old = before.get(z.zone);
+      if (old && old.key === zone.key) zone.layout = old.layout;
       for (const [position, ms] of z.holds) zone.expires.set(position, ms);
     }
     return zone;
   });
-  state.map = { version: body.version, zones };
+  state.map = { version: body.version, zones, byName: new Map(zones.map((z) => [z.zone, z])) };
+}
+
+// A named zone's seat ids in zone order, their rows, and the position of each id.
+function layoutOf(zone) {
+  if (!zone.layout) {
+    const layout = { ids: [], rows: [], at: new Map() };
+    for (const [row, seats] of zone.rowsSent) {
+      const ids = Array.isArray(seats) ? seats : Array.from({ length: seats }, (_, n) => row + "-" + (n + 1));
+      for (const id of ids) { layout.at.set(id, layout.ids.length); layout.ids.push(id); layout.rows.push(row); }
+    }
+    zone.layout = layout;
+  }
+  return zone.layout;
+}
+
+// A named zone's seat states, one character per seat, as an array that changes can set.
+function statesOf(zone) {
+  if (!zone.states) zone.states = Array.from(zone.text);
+  return zone.states;
 }
 
 // The changes after the map's version ([version, zone, seat, state, expires_at ms]) and
@@ -130,12 +153,13 @@ function decodeMap(body) {
 function applyChanges(body) {
   if (!state.map || body.after > state.map.version) return false;
   if (body.version <= state.map.version) return true;
-  const byName = new Map(state.map.zones.map((z) => [z.zone, z]));
+  const byName = state.map.byName;
   for (const [, zoneName, seat, code, ms] of body.changes) {
     const zone = byName.get(zoneName);
-    const position = zone ? zone.at.get(seat) : undefined;
+    if (!zone || zone.kind !== "named") continue;
+    const position = layoutOf(zone).at.get(seat);
     if (position === undefined) continue;
-    zone.states[position] = code;
+    statesOf(zone)[position] = code;
     if (code === "h") zone.expires.set(position, ms); else zone.expires.delete(position);
   }
   for (const [zoneName, free, held, paid] of body.zones) {
@@ -146,25 +170,32 @@ function applyChanges(body) {
   return true;
 }
 
-// The map as the page shows it. A held seat whose expires_at has passed shows free,
-// before the server's expiry sweep has run.
-function viewZones() {
-  const now = Date.now();
+// A seat's state as the page shows it. A held seat whose expires_at has passed shows
+// free, before the server's expiry sweep has run.
+function shownState(zone, position, now) {
+  const seatState = STATES[zone.states ? zone.states[position] : zone.text[position]] || "free";
+  if (seatState !== "held") return seatState;
+  const ends = zone.expires.get(position);
+  return ends !== undefined && ends <= now ? "free" : "held";
+}
+
+// A zone's counts as the page shows them: the server's, with the held seats whose
+// expires_at has passed counted free.
+function shownCounts(zone, now) {
+  let ran = 0;
+  if (zone.kind === "named") for (const ends of zone.expires.values()) if (ends <= now) ran++;
+  return { free: zone.free + ran, held: Math.max(0, zone.held - ran), paid: zone.paid };
+}
+
+// When the next held seat shown held runs out (ms), over the whole event.
+function nextExpiry(now) {
   let next = Infinity;
-  state.zones = state.map ? state.map.zones.map((zone) => {
-    if (zone.kind !== "named") return zone;
-    const seats = zone.ids.map((id, i) => {
-      let seatState = STATES[zone.states[i]] || "free";
-      if (seatState === "held") {
-        const ends = zone.expires.get(i);
-        if (ends !== undefined && ends <= now) seatState = "free";
-        else if (ends !== undefined) next = Math.min(next, ends);
-      }
-      return { id, row: zone.rows[i], state: seatState };
-    });
-    return { ...zone, seats };
-  }) : [];
-  state.nextExpiry = next;
+  if (state.map) {
+    for (const zone of state.map.zones) {
+      for (const ends of zone.expires.values()) if (ends > now && ends < next) next = ends;
+    }
+  }
+  return next;
 }
 
 // Follows the event's stream; on failure the page polls until it opens again.
@@ -177,11 +208,11 @@ function openStream() {
   stream.addEventListener("snapshot", (e) => {
     if (state.stream !== stream) return;
     decodeMap(JSON.parse(e.data));
-    render();
+    renderMap();
   });
   stream.addEventListener("changes", (e) => {
     if (state.stream !== stream) return;
-    if (applyChanges(JSON.parse(e.data))) { render(); return; }
+    if (applyChanges(JSON.parse(e.data))) { renderMap(); return; }
     // Not after the map we have: read it whole (the next poll), and follow again.
     state.etags.delete(eventUrl("/seats"));
     state.streaming = false;
@@ -204,21 +235,26 @@ function closeStream() {
 
 async function refresh() {
   if (!state.event) return false;
-  let changed = false;
+  let mapChanged = false, mineChanged = false;
   if (!state.streaming) {
     const seats = await poll(eventUrl("/seats"));
-    if (seats) { decodeMap(seats); changed = true; }
+    // A map older than the one the stream brought meanwhile is left.
+    if (seats && (!state.streaming || !state.map || seats.version >= state.map.version)) {
+      decodeMap(seats);
+      mapChanged = true;
+    }
     // The stream goes on from this map once it is open again.
     if (state.stream && state.stream.readyState === 1) state.streaming = true;
   }
   if (state.user) {
     const holds = await poll(mineUrl("holds"));
-    if (holds) { noteEndedHolds(holds.holds); state.holds = holds.holds; changed = true; }
+    if (holds) { noteEndedHolds(holds.holds); state.holds = holds.holds; mineChanged = true; }
     const orders = await poll(mineUrl("orders"));
-    if (orders) { state.orders = orders.orders; changed = true; }
+    if (orders) { state.orders = orders.orders; mineChanged = true; }
   }
-  if (changed) render();
-  return changed;
+  if (mineChanged) { renderHolds(); renderOrders(); }
+  if (mapChanged || mineChanged) renderMap();
+  return mapChanged || mineChanged;
 }
 
 // A hold that left the list without being paid or released here ran out.
@@ -248,14 +284,14 @@ async function pollForever() {
 
 // ---- what a seat is for this buyer
 
-function mySeats() {
-  const held = new Map(), paid = new Map();
+// The buyer's seats in one zone: ids held (by a hold not yet paid) and paid.
+function mySeats(zoneName) {
+  const held = new Set(), paid = new Set();
   for (const hold of state.holds) {
-    for (const seat of hold.seats) held.set(hold.zone + "/" + seat, hold);
+    if (hold.zone === zoneName) for (const seat of hold.seats) held.add(seat);
   }
   for (const order of state.orders) {
-    if (order.status !== "paid") continue;
-    for (const seat of order.seats) paid.set(order.zone + "/" + seat, order);
+    if (order.status === "paid" && order.zone === zoneName) for (const seat of order.seats) paid.add(seat);
   }
   return { held, paid };
 }
@@ -265,134 +301,247 @@ const LABELS = {
   "other-held": "held by someone else", "mine-paid": "paid by you", "sold": "sold",
 };
 
-function seatClass(zone, seat, mine) {
-  const key = zone + "/" + seat.id;
-  if (mine.paid.has(key)) return "mine-paid";
-  if (mine.held.has(key) && seat.state === "held") return "mine-held";
-  if (seat.state === "paid") return "sold";
-  if (seat.state === "held") return "other-held";
-  const chosen = state.selected.get(zone);
-  return chosen && chosen.has(seat.id) ? "selected" : "free";
+// How a seat looks to this buyer, from its state as shown ("free", "held", "paid").
+function seatKind(id, shown, mine, chosen) {
+  if (mine.paid.has(id)) return "mine-paid";
+  if (mine.held.has(id) && shown === "held") return "mine-held";
+  if (shown === "paid") return "sold";
+  if (shown === "held") return "other-held";
+  return chosen && chosen.has(id) ? "selected" : "free";
 }
 
 // ---- rendering
+//
+// The map shows either the overview of the event's zones (a tile each, with its free
+// seats) or one zone zoomed into: its seats, or a general-admission zone's places. Only
+// that zone's seats are in the document. The tiles and a zone's seats are built once and
+// then changed in place: a frame of the stream touches the tiles' counts and the seats
+// whose look changed, nothing else.
+
+const view = {
+  overview: null,     // {key, tiles: Map zone -> {button, free, of, bar, look}}
+  built: new Map(),   // zone -> its built DOM (buildZone), the most recently shown last
+  drawn: false,       // the first view has been drawn
+};
+const KEEP_BUILT = 6;  // zones whose built DOM is kept for a return to them
 
 function render() {
-  viewZones();
-  renderZones();
+  renderMap();
   renderHolds();
   renderOrders();
 }
 
-function renderZones() {
-  const container = $("zones");
-  const focused = document.activeElement && document.activeElement.dataset
-    ? document.activeElement.dataset.focusKey : undefined;
-  container.replaceChildren();
-  const mine = mySeats();
-  for (const zone of state.zones) {
-    const section = el("section", { "class": "zone", "id": "zone-" + zone.zone,
-                                    "aria-labelledby": "zone-title-" + zone.zone });
-    section.append(el("h3", { "id": "zone-title-" + zone.zone }, zone.zone));
-    section.append(el("p", { "class": "counts" },
-      zone.free + " free · " + zone.held + " held · " + zone.paid + " sold of " + zone.capacity));
-    if (zone.kind === "named") renderSeatMap(section, zone, mine);
-    else renderGeneralAdmission(section, zone, mine);
-    const refusal = state.refused.get(zone.zone);
-    section.append(el("p", { "class": "refusal", "role": "alert" }, refusal ? refusal.message : ""));
-    container.append(section);
-  }
-  if (focused) {
-    const again = container.querySelector('[data-focus-key="' + CSS.escape(focused) + '"]');
-    if (again) again.focus();
+function renderMap() {
+  const now = Date.now();
+  state.nextExpiry = nextExpiry(now);
+  const zone = state.map && state.view ? state.map.byName.get(state.view) : undefined;
+  $("overview").hidden = !state.map || Boolean(zone);
+  $("zone-view").hidden = !zone;
+  $("map-note").textContent = state.map || !state.event ? "" : "Loading the seat map…";
+  if (!state.map) return;
+  if (zone) renderZone(zone, now); else renderOverview(now);
+  if (!view.drawn) {
+    view.drawn = true;
+    // The first view is on screen after this frame: marked for whoever measures the page.
+    requestAnimationFrame(() => setTimeout(() => performance.mark("seatmap:first-view"), 0));
   }
 }
 
-function renderSeatMap(section, zone, mine) {
-  const rows = [];
-  for (const seat of zone.seats) {
-    if (!rows.length || rows[rows.length - 1].name !== seat.row) rows.push({ name: seat.row, seats: [] });
-    rows[rows.length - 1].seats.push(seat);
+function renderOverview(now) {
+  const key = state.event + "\n" + state.map.zones.map((z) => z.zone).join("\n");
+  if (!view.overview || view.overview.key !== key) buildOverview(key);
+  const yours = new Map();
+  for (const hold of state.holds) yours.set(hold.zone, (yours.get(hold.zone) || 0) + hold.seats.length);
+  for (const zone of state.map.zones) {
+    const tile = view.overview.tiles.get(zone.zone);
+    const counts = shownCounts(zone, now);
+    const mine = yours.get(zone.zone) || 0;
+    const look = counts.free + "/" + zone.capacity + "/" + mine;
+    if (tile.look === look) continue;
+    tile.look = look;
+    const share = zone.capacity ? counts.free / zone.capacity : 0;
+    tile.button.dataset.free = String(counts.free);
+    tile.button.dataset.level = !counts.free ? "none" : share < 0.1 ? "few" : share < 0.5 ? "some" : "many";
+    tile.free.textContent = counts.free + " free";
+    tile.of.textContent = "of " + zone.capacity + (mine ? " · you hold " + mine : "");
+    tile.bar.setAttribute("width", String(Math.round(share * 1000) / 10));
   }
-  const size = 22, gap = 5, left = 22;
-  const widest = Math.max(1, ...rows.map((r) => r.seats.length));
-  const map = svg("svg", {
-    "viewBox": "0 0 " + (left + widest * (size + gap)) + " " + (rows.length * (size + gap) + gap),
-    "role": "group", "aria-label": "Seats of " + zone.zone,
+}
+
+function buildOverview(key) {
+  const tiles = new Map();
+  const items = state.map.zones.map((zone) => {
+    const button = el("button", { "type": "button", "class": "tile", "data-zone": zone.zone,
+                                  "data-kind": zone.kind });
+    const free = el("span", { "class": "free" });
+    const of = el("span", { "class": "of" });
+    const bar = svg("svg", { "viewBox": "0 0 100 6", "preserveAspectRatio": "none",
+                             "class": "tile-bar", "aria-hidden": "true" });
+    const filled = svg("rect", { "x": 0, "y": 0, "width": 0, "height": 6, "class": "bar-free" });
+    bar.append(svg("rect", { "x": 0, "y": 0, "width": 100, "height": 6, "class": "bar-back" }), filled);
+    button.append(el("span", { "class": "name" }, zone.zone), free, of, bar);
+    tiles.set(zone.zone, { button, free, of, bar: filled, look: "" });
+    const item = el("li");
+    item.append(button);
+    return item;
   });
+  $("sections").replaceChildren(...items);
+  view.overview = { key, tiles };
+}
+
+function renderZone(zone, now) {
+  let built = view.built.get(zone.zone);
+  if (!built || built.key !== zone.key || built.event !== state.event) built = buildZone(zone);
+  view.built.delete(zone.zone);
+  view.built.set(zone.zone, built);
+  while (view.built.size > KEEP_BUILT) view.built.delete(view.built.keys().next().value);
+  const container = $("zones");
+  if (container.firstChild !== built.node) container.replaceChildren(built.node);
+  const counts = shownCounts(zone, now);
+  const text = counts.free + " free · " + counts.held + " held · " + counts.paid + " sold of " + zone.capacity;
+  if (built.counts.textContent !== text) built.counts.textContent = text;
+  const mine = mySeats(zone.zone);
   const refused = state.refused.get(zone.zone);
-  rows.forEach((row, r) => {
+  const refusal = refused ? refused.message : "";
+  if (built.refusal.textContent !== refusal) built.refusal.textContent = refusal;
+  if (zone.kind === "named") updateSeats(built, zone, mine, refused, now);
+  else updateGeneralAdmission(built, zone, counts, mine);
+}
+
+// A zone's DOM: its title, counts, seats (or places) and actions.
+function buildZone(zone) {
+  const name = zone.zone;
+  const section = el("section", { "class": "zone", "id": "zone-" + name,
+                                  "aria-labelledby": "zone-title-" + name });
+  section.append(el("h3", { "id": "zone-title-" + name }, name));
+  const counts = el("p", { "class": "counts" });
+  section.append(counts);
+  const built = { zone: name, key: zone.key, event: state.event, node: section, counts };
+  if (zone.kind === "named") buildSeatMap(section, zone, built);
+  else buildGeneralAdmission(section, zone, built);
+  built.refusal = el("p", { "class": "refusal", "role": "alert" });
+  section.append(built.refusal);
+  return built;
+}
+
+function buildSeatMap(section, zone, built) {
+  const name = zone.zone;
+  const { ids, rows } = layoutOf(zone);
+  const runs = [];  // each row's first and past-the-last position
+  for (let i = 0; i < ids.length; i++) {
+    const last = runs[runs.length - 1];
+    if (last && last.name === rows[i]) last.end = i + 1;
+    else runs.push({ name: rows[i], start: i, end: i + 1 });
+  }
+  const size = 22, gap = 5;
+  const left = 6 + 7 * Math.max(1, ...runs.map((r) => r.name.length));
+  const widest = Math.max(1, ...runs.map((r) => r.end - r.start));
+  const map = svg("svg", {
+    "viewBox": "0 0 " + (left + widest * (size + gap)) + " " + (runs.length * (size + gap) + gap),
+    "class": "seat-map", "role": "group", "aria-label": "Seats of " + name,
+  });
+  built.rects = new Array(ids.length);
+  built.looks = new Array(ids.length).fill("");
+  runs.forEach((row, r) => {
     const y = gap + r * (size + gap);
     const label = svg("text", { "x": 2, "y": y + size * 0.72, "class": "row-label", "aria-hidden": "true" });
     label.textContent = row.name;
     map.append(label);
-    row.seats.forEach((seat, s) => {
-      const kind = seatClass(zone.zone, seat, mine);
+    for (let i = row.start; i < row.end; i++) {
       const rect = svg("rect", {
-        "x": left + s * (size + gap), "y": y, "width": size, "height": size, "rx": 4,
-        "class": "seat " + kind + (refused && refused.seats.has(seat.id) ? " refused" : ""),
-        "role": "button", "tabindex": "0",
-        "aria-label": "Seat " + seat.id + ", row " + seat.row + ", " + LABELS[kind],
-        "aria-pressed": kind === "selected" ? "true" : "false",
-        "data-seat": seat.id, "data-zone": zone.zone, "data-state": kind,
-        "data-focus-key": zone.zone + "/" + seat.id,
+        "x": left + (i - row.start) * (size + gap), "y": y, "width": size, "height": size, "rx": 4,
+        "class": "seat", "role": "button", "tabindex": "0",
+        "data-seat": ids[i], "data-zone": name, "data-focus-key": name + "/" + ids[i],
       });
-      const title = svg("title");
-      title.textContent = seat.id + ": " + LABELS[kind];
-      rect.append(title);
-      rect.addEventListener("click", () => toggleSeat(zone.zone, seat.id, kind));
-      rect.addEventListener("keydown", (e) => {
-        if (e.key === "Enter" || e.key === " ") { e.preventDefault(); toggleSeat(zone.zone, seat.id, kind); }
-      });
+      rect.append(svg("title"));
+      built.rects[i] = rect;
       map.append(rect);
-    });
+    }
+  });
+  // One listener for all the seats: a seat says what it is in data-seat and data-state.
+  const choose = (target) => {
+    const rect = target.closest ? target.closest("rect.seat") : null;
+    if (rect) toggleSeat(name, rect.dataset.seat, rect.dataset.state);
+    return Boolean(rect);
+  };
+  map.addEventListener("click", (e) => { choose(e.target); });
+  map.addEventListener("keydown", (e) => {
+    if ((e.key === "Enter" || e.key === " ") && choose(e.target)) e.preventDefault();
   });
   section.append(map);
 
-  const chosen = state.selected.get(zone.zone) || new Set();
   const actions = el("div", { "class": "actions" });
-  const holdChosen = el("button", { "type": "button", "class": "primary", "data-action": "hold-selected",
-                                    "data-focus-key": zone.zone + "/hold-selected" },
-    chosen.size ? "Hold " + list([...chosen]) : "Select seats to hold");
-  if (!chosen.size) holdChosen.disabled = true;
-  holdChosen.addEventListener("click", () => hold(zone.zone, { seats: [...chosen] }));
-  actions.append(holdChosen);
-  actions.append(numberPicker(zone.zone, "best", "Best", 3));
+  built.holdChosen = el("button", { "type": "button", "class": "primary", "data-action": "hold-selected",
+                                    "data-focus-key": name + "/hold-selected" });
+  built.holdChosen.addEventListener("click", () => {
+    const chosen = state.selected.get(name);
+    if (chosen && chosen.size) hold(name, { seats: [...chosen] });
+  });
+  actions.append(built.holdChosen);
+  actions.append(numberPicker(name, "best", "Best", 3));
   const best = el("button", { "type": "button", "data-action": "hold-best",
-                              "data-focus-key": zone.zone + "/hold-best" }, "Hold best together");
-  best.addEventListener("click", () => hold(zone.zone, { best_available: pickedNumber(zone.zone, "best") }));
+                              "data-focus-key": name + "/hold-best" }, "Hold best together");
+  best.addEventListener("click", () => hold(name, { best_available: pickedNumber(name, "best") }));
   actions.append(best);
   section.append(actions);
 }
 
-function renderGeneralAdmission(section, zone, mine) {
-  let myPlaces = 0, myPaid = 0;
-  for (const key of mine.held.keys()) if (key.startsWith(zone.zone + "/")) myPlaces++;
-  for (const key of mine.paid.keys()) if (key.startsWith(zone.zone + "/")) myPaid++;
+// Sets the look of every seat whose look changed since the last call.
+function updateSeats(built, zone, mine, refused, now) {
+  const { ids, rows } = layoutOf(zone);
+  const chosen = state.selected.get(zone.zone);
+  for (let i = 0; i < ids.length; i++) {
+    const kind = seatKind(ids[i], shownState(zone, i, now), mine, chosen);
+    const look = refused && refused.seats.has(ids[i]) ? kind + " refused" : kind;
+    if (built.looks[i] === look) continue;
+    built.looks[i] = look;
+    const rect = built.rects[i];
+    rect.setAttribute("class", "seat " + look);
+    rect.dataset.state = kind;
+    rect.setAttribute("aria-label", "Seat " + ids[i] + (rows[i] ? ", row " + rows[i] : "") + ", " + LABELS[kind]);
+    rect.setAttribute("aria-pressed", kind === "selected" ? "true" : "false");
+    rect.firstChild.textContent = ids[i] + ": " + LABELS[kind];
+  }
+  const picked = chosen ? [...chosen] : [];
+  const text = picked.length ? "Hold " + list(picked) : "Select seats to hold";
+  if (built.holdChosen.textContent !== text) built.holdChosen.textContent = text;
+  built.holdChosen.disabled = !picked.length;
+}
+
+function buildGeneralAdmission(section, zone, built) {
+  const name = zone.zone;
   const width = 300;
-  const bar = svg("svg", { "viewBox": "0 0 " + width + " 14", "class": "ga-bar",
-                           "role": "img",
-                           "aria-label": zone.free + " of " + zone.capacity + " places free" });
-  const part = (n) => (zone.capacity ? (n / zone.capacity) * width : 0);
-  bar.append(svg("rect", { "x": 0, "y": 0, "width": width, "height": 14, "class": "seat free" }));
-  bar.append(svg("rect", { "x": 0, "y": 0, "width": part(zone.paid), "height": 14, "class": "seat sold" }));
-  bar.append(svg("rect", { "x": part(zone.paid), "y": 0, "width": part(zone.held), "height": 14,
-                           "class": "seat other-held" }));
-  section.append(bar);
-  section.append(el("p", { "class": "counts", "data-zone-free": zone.zone },
-    "General admission: " + zone.free + " places free" +
-    (myPlaces ? "; you hold " + myPlaces : "") + (myPaid ? "; you paid " + myPaid : "")));
+  built.width = width;
+  built.bar = svg("svg", { "viewBox": "0 0 " + width + " 14", "class": "ga-bar", "role": "img" });
+  built.sold = svg("rect", { "x": 0, "y": 0, "width": 0, "height": 14, "class": "seat sold" });
+  built.held = svg("rect", { "x": 0, "y": 0, "width": 0, "height": 14, "class": "seat other-held" });
+  built.bar.append(svg("rect", { "x": 0, "y": 0, "width": width, "height": 14, "class": "seat free" }),
+                   built.sold, built.held);
+  section.append(built.bar);
+  built.places = el("p", { "class": "counts", "data-zone-free": name });
+  section.append(built.places);
   const actions = el("div", { "class": "actions" });
-  actions.append(numberPicker(zone.zone, "quantity", "Places", 1));
-  const take = el("button", { "type": "button", "class": "primary", "data-action": "hold-quantity",
-                              "data-focus-key": zone.zone + "/hold-quantity" }, "Hold places");
-  if (!zone.free) take.disabled = true;
-  take.addEventListener("click", () => hold(zone.zone, { quantity: pickedNumber(zone.zone, "quantity") }));
-  actions.append(take);
+  actions.append(numberPicker(name, "quantity", "Places", 1));
+  built.take = el("button", { "type": "button", "class": "primary", "data-action": "hold-quantity",
+                              "data-focus-key": name + "/hold-quantity" }, "Hold places");
+  built.take.addEventListener("click", () => hold(name, { quantity: pickedNumber(name, "quantity") }));
+  actions.append(built.take);
   section.append(actions);
 }
 
-// The numbers typed into pickers outlive a re-render.
+function updateGeneralAdmission(built, zone, counts, mine) {
+  const part = (n) => (zone.capacity ? (n / zone.capacity) * built.width : 0);
+  built.sold.setAttribute("width", String(part(counts.paid)));
+  built.held.setAttribute("x", String(part(counts.paid)));
+  built.held.setAttribute("width", String(part(counts.held)));
+  built.bar.setAttribute("aria-label", counts.free + " of " + zone.capacity + " places free");
+  const text = "General admission: " + counts.free + " places free" +
+    (mine.held.size ? "; you hold " + mine.held.size : "") + (mine.paid.size ? "; you paid " + mine.paid.size : "");
+  if (built.places.textContent !== text) built.places.textContent = text;
+  built.take.disabled = !counts.free;
+}
+
+// The numbers typed into pickers outlive a rebuilt zone.
 const picked = new Map();
 
 function numberPicker(zone, name, label, initial) {
@@ -423,7 +572,38 @@ function toggleSeat(zone, seat, kind) {
   state.selected.clear();
   if (chosen.size) state.selected.set(zone, chosen);
   state.refused.delete(zone);
-  renderZones();
+  renderMap();
+}
+
+// ---- zooming: the overview, or one zone (#zone=<id> in the address, so Back returns)
+
+function viewFromHash() {
+  const match = /^#zone=(.+)$/.exec(location.hash);
+  if (!match) return "";
+  try { return decodeURIComponent(match[1]); } catch (e) { return ""; }
+}
+
+// Shows zone `zoneName` ("": the overview); the address follows, Back returns.
+function zoom(zoneName) {
+  if (zoneName === state.view) return;
+  const fromOverview = history.state && history.state.zoomed && history.state.from === "";
+  if (!zoneName && fromOverview) { history.back(); return; }  // popstate shows the overview
+  const address = zoneName ? "#zone=" + encodeURIComponent(zoneName) : location.pathname + location.search;
+  history.pushState(zoneName ? { zoomed: true, from: state.view } : null, "", address);
+  showView(zoneName);
+}
+
+function showView(zoneName) {
+  if (zoneName === state.view) return;
+  const from = state.view;
+  state.view = zoneName;
+  renderMap();
+  if (zoneName && !$("zone-view").hidden) {
+    $("back").focus();
+  } else if (from && view.overview) {
+    const tile = view.overview.tiles.get(from);
+    if (tile) tile.button.focus();
+  }
 }
 
 function remaining(hold) {
@@ -442,7 +622,11 @@ function renderHolds() {
     : state.holds.length ? "" : "None: pick seats on the map.";
   for (const hold of state.holds) {
     const item = el("li", { "data-token": hold.token });
-    item.append(el("span", { "class": "what" }, hold.zone + ": " + list(hold.seats)));
+    const what = el("span", { "class": "what" });
+    const show = el("a", { "href": "#zone=" + encodeURIComponent(hold.zone), "data-action": "show" }, hold.zone);
+    show.addEventListener("click", (e) => { e.preventDefault(); zoom(hold.zone); });
+    what.append(show, ": " + list(hold.seats));
+    item.append(what);
     item.append(el("span", { "class": "countdown", "data-expires": hold.expires_at,
                              "aria-label": "time left to pay" }, clock(remaining(hold))));
     const pay = el("button", { "type": "button", "class": "primary", "data-action": "pay" }, "Pay");
@@ -476,7 +660,7 @@ function renderOrders() {
 
 // The countdowns, every quarter second, without redrawing anything else.
 function tick() {
-  if (Date.now() >= state.nextExpiry) render();  // a hold ran out: its seats show free
+  if (Date.now() >= state.nextExpiry) renderMap();  // a hold ran out: its seats show free
   for (const node of document.querySelectorAll(".countdown[data-expires]")) {
     const left = Math.max(0, Math.ceil((Date.parse(node.dataset.expires) - Date.now()) / 1000));
     node.textContent = left ? clock(left) : "expired";
@@ -537,7 +721,7 @@ function hold(zone, ask) {
       if (chosen) for (const seat of reply.body.seats || []) chosen.delete(seat);
     }
     say(refusal, true);
-    renderZones();
+    renderMap();
   });
 }
 
@@ -618,7 +802,8 @@ function useEvent(id) {
   state.event = id;
   localStorage.setItem("seatlock.event", id);
   state.map = null;
-  state.zones = [];
+  view.overview = null;
+  view.built.clear();
   state.holds = [];
   state.orders = [];
   state.selected.clear();
@@ -643,9 +828,19 @@ async function start() {
     refresh().catch(() => {});
   });
   $("event").addEventListener("change", (e) => {
+    if (state.view) history.replaceState(null, "", location.pathname + location.search);
+    state.view = "";
     useEvent(e.target.value);
     refresh().catch(() => {});
   });
+  state.view = viewFromHash();
+  window.addEventListener("popstate", () => showView(viewFromHash()));
+  window.addEventListener("hashchange", () => showView(viewFromHash()));
+  $("sections").addEventListener("click", (e) => {
+    const tile = e.target.closest("button.tile");
+    if (tile) zoom(tile.dataset.zone);
+  });
+  $("back").addEventListener("click", () => zoom(""));
   render();
   for (;;) {
     try {
