@@ -191,6 +191,31 @@ AsyncOperation full_map_get(asio::io_context& io, int port, const std::string& e
     return [reader](Lap&, const Done& done) { reader->start(done); };
 }
 
+double server_counter(int port, const std::string& name) {
+    asio::io_context io(1);
+    tcp::socket socket(io);
+    socket.connect({asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)});
+    http::request<http::empty_body> request{http::verb::get, "/metrics", 11};
+    request.set(http::field::host, "127.0.0.1");
+    http::write(socket, request);
+    beast::flat_buffer buffer;
+    http::response<http::string_body> response;
+    http::read(socket, buffer, response);
+    if (response.result() != http::status::ok)
+        throw std::runtime_error(fmt::format("GET /metrics answered {}", response.result_int()));
+    // Prometheus' text form: a line "<name> <value>" (a labelled series has '{' after it).
+    const std::string_view body = response.body();
+    for (std::size_t at = 0; at < body.size();) {
+        const std::size_t end = std::min(body.find('\n', at), body.size());
+        const std::string_view line = body.substr(at, end - at);
+        if (line.size() > name.size() + 1 && line.substr(0, name.size()) == name &&
+            line[name.size()] == ' ')
+            return std::stod(std::string(line.substr(name.size() + 1)));
+        at = end + 1;
+    }
+    throw std::runtime_error("GET /metrics names no " + name);
+}
+
 // ---------------------------------------------------------------------------------------
 // The viewer pool. Everything below runs on the pool's thread, but counters(), which
 // takes the mutex.

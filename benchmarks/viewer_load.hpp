@@ -45,6 +45,11 @@ struct BuyerCounters {
 [[nodiscard]] AsyncOperation full_map_get(boost::asio::io_context& io, int port,
                                           const std::string& event, bool gzip, int index);
 
+/// The value of the counter `name` (no labels) in the server's `GET /metrics` answer, read
+/// over a connection of its own; throws when the server does not answer 200 or names no
+/// such counter.
+[[nodiscard]] double server_counter(int port, const std::string& name);
+
 /// What the viewers saw, so far.
 struct ViewerCounters {
     std::uint64_t streams_open = 0;   ///< streams that received their first frame

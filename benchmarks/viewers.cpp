@@ -112,7 +112,8 @@ public:
         ServerCounters redis_before, redis_after;
         ViewerCounters viewers_before, viewers_after;
         std::uint64_t holds_before = 0, versions_before = 0;
-        double cpu = 0;
+        double cpu = 0, feed_calls = 0;
+        const std::string feed_counter = "seatlock_ticketing_feed_storage_calls_total";
         row.m = AsyncRunner::run(
             io, connections, b,
             [&](int i) { return viewer_buyer(io, server_->port(), venue_, i, {&stream_book, &poll_book}, buyers); },
@@ -123,10 +124,12 @@ public:
                 holds_before = buyers.holds;
                 versions_before = buyers.holds_with_version;
                 if (stats_ && kind_ == Kind::redis) redis_before = read_counters(*stats_);
+                feed_calls = server_counter(server_->port(), feed_counter);
                 cpu = server_->cpu_seconds();
             },
             [&] {
                 cpu = server_->cpu_seconds() - cpu;
+                feed_calls = server_counter(server_->port(), feed_counter) - feed_calls;
                 if (stats_ && kind_ == Kind::redis) redis_after = read_counters(*stats_);
                 row.server_rss_kib = server_->resident_kib();
                 stream_book.stop_probing();
@@ -134,6 +137,7 @@ public:
                 if (pool) viewers_after = pool->counters();
             });
         row.server_cpu_seconds = cpu;
+        row.feed_calls = feed_calls;
         if (kind_ == Kind::redis) row.redis = between(redis_before, redis_after);
         row.holds = buyers.holds - holds_before;
         row.holds_with_version = buyers.holds_with_version - versions_before;
@@ -237,12 +241,16 @@ Derived derive(const ViewerRun& r, const ViewerRun* base) {
     d.server_cpu_us_per_viewer_s =
         (r.server_cpu_seconds / seconds - base->server_cpu_seconds / base->m.seconds) * 1e6 / v;
     if (r.redis && base->redis && base->m.ops > 0) {
-        // The calls the sales explain, at the run without viewers' calls per pair; the rest
-        // is the viewers'.
-        const double per_pair =
-            static_cast<double>(base->redis->commands) / static_cast<double>(base->m.ops);
-        const double excess = static_cast<double>(r.redis->commands) -
-                              per_pair * static_cast<double>(r.m.ops);
+        // The server's calls are function calls (FCALL), each a request of its own. The
+        // seat-map reader's are counted by the server itself; the sales' are the run without
+        // viewers' calls per pair, its reader's left out. The rest is the viewers'.
+        const auto calls = [](const ViewerRun& run) {
+            double n = 0;
+            for (const auto& script : run.redis->scripts) n += static_cast<double>(script.calls);
+            return n - run.feed_calls;
+        };
+        const double per_pair = calls(*base) / static_cast<double>(base->m.ops);
+        const double excess = calls(r) - per_pair * static_cast<double>(r.m.ops);
         d.redis_calls_per_viewer_s = excess / (v * seconds);
         const double cpu_rate = r.redis->cpu_seconds / seconds;
         const double base_rate = base->redis->cpu_seconds / base->m.seconds;
@@ -520,6 +528,7 @@ boost::json::object viewers_json(const ViewersResult& result) {
         j["polls_changed"] = r.viewers.polls_changed;
         j["dropped"] = d.dropped;
         j["redis_calls_per_viewer_second"] = maybe(d.redis_calls_per_viewer_s);
+        j["feed_storage_calls"] = r.feed_calls;
         j["redis_cpu_us_per_viewer_second"] = maybe(d.redis_cpu_us_per_viewer_s);
         j["redis_cpu_x_none"] = maybe(d.redis_cpu_ratio);
         if (r.redis) {

@@ -58,6 +58,7 @@ struct ViewerRun {
     std::uint64_t holds_with_version = 0;
     ViewerCounters viewers;            ///< in the measured part (dropped: over the whole run)
     std::optional<CounterDelta> redis;  ///< the Redis backend's runs
+    double feed_calls = 0;  ///< the server's seat-map reader's storage calls in the measured part
     double server_cpu_seconds = 0;     ///< in the measured part
     std::int64_t server_rss_kib_before = 0;  ///< before the viewers connected
     std::int64_t server_rss_kib = 0;         ///< at the end of the measured part
