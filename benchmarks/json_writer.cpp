@@ -132,6 +132,12 @@ void write_json(const Results& results) {
     doc["runs"] = std::move(runs);
     if (results.viewers && !results.viewers->runs.empty())
         doc["viewers"] = viewers_json(*results.viewers);
+    if (results.seat_map && results.seat_map->wanted) {
+        if (results.seat_map->not_run.empty())
+            doc["seat_map_read"] = results.seat_map->figures;
+        else
+            doc["seat_map_read"] = {{"not_run", results.seat_map->not_run}};
+    }
     doc["ratios"] = std::move(ratios);
     doc["problems"] = boost::json::value_from(results.problems);
     const std::filesystem::path path(o.out);

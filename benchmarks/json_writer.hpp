@@ -10,6 +10,7 @@
 #include "node_redlock.hpp"
 #include "options.hpp"
 #include "row.hpp"
+#include "seat_map_scenario.hpp"
 #include "viewers.hpp"
 
 namespace seatlock::bench {
@@ -22,6 +23,7 @@ struct Results {
     std::string load_at_start;
     std::optional<NodeRedlock> node_redlock;  ///< when a wanted scenario had the peer
     const ViewersResult* viewers;             ///< the viewers scenario, when it ran
+    const SeatMapRead* seat_map;              ///< the seat_map_read scenario, when it ran
 };
 
 /// Writes `results` to options.out (creating its directory) and says where; nothing when

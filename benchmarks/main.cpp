@@ -25,6 +25,7 @@
 #include "options.hpp"
 #include "report.hpp"
 #include "run.hpp"
+#include "seat_map_scenario.hpp"
 #include "viewers.hpp"
 
 namespace seatlock::bench {
@@ -36,6 +37,7 @@ int bench(const Options& options) {
     std::vector<Row> rows;
     std::optional<NodeRedlock> peer;
     ViewersResult viewers;
+    SeatMapRead seat_map;
     {
         Run run(options);
         if (!redis_backend_built &&
@@ -52,14 +54,17 @@ int bench(const Options& options) {
         peer = run.node_redlock();
         viewers = run.viewers();
     }
+    seat_map = run_seat_map_read(options);
     for (auto& p : check_viewers(viewers)) problems.push_back(std::move(p));
+    for (auto& p : check_seat_map_read(seat_map)) problems.push_back(std::move(p));
     print_script_times(rows);
     print_primary_times(rows);
     const std::vector<Figure> judged = figures(rows);
     print_figures(judged, options.quick);
     print_viewer_figures(viewers, options.quick);
+    print_seat_map_read(seat_map, options.quick);
     print_not_run(rows);
-    write_json({options, rows, judged, problems, load_at_start, peer, &viewers});
+    write_json({options, rows, judged, problems, load_at_start, peer, &viewers, &seat_map});
     print_problems(problems);
     return problems.empty() ? 0 : 1;
 }

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "scenarios.hpp"
+#include "seat_map_scenario.hpp"
 #include "viewers.hpp"
 
 namespace seatlock::bench {
@@ -21,6 +22,8 @@ const std::string_view usage =
     "               server over HTTP; _apart: with Redis on a CPU of its own\n"
     "               viewers: the server's seat map of a 60,000-seat venue followed by stream\n"
     "               viewers and pollers while 64 connections hold and release (viewers.hpp)\n"
+    "               seat_map_read: the longest Redis call while a 100,000-seat venue's map is\n"
+    "               read (seatlock-seat-map-bench, run to its end)\n"
     "  --backend    memory redis redis-cluster by-hand floor raw node-redlock (default: all);\n"
     "               redis-cluster: a private Redis Cluster of 3 primaries and 3 replicas,\n"
     "               one event per caller (hold3+release only, at 64 callers unless --callers);\n"
@@ -49,7 +52,7 @@ std::vector<std::string> split(const std::string& list) {
 }
 
 bool is_scenario(const std::string& name) {
-    if (name == viewers_scenario) return true;
+    if (name == viewers_scenario || name == seat_map_scenario) return true;
     return std::any_of(scenarios.begin(), scenarios.end(),
                        [&](const auto& s) { return s.name == name; });
 }

@@ -31,9 +31,10 @@ namespace seatlock::redis_detail {
 namespace seat_map_codec {
 
 /// Seats per seats_page call: short calls on any venue (docs/redis.md, "The seat map").
-inline constexpr std::size_t page_seats = 250;
-/// Changes per changes call while a map is brought to one version.
-inline constexpr std::size_t catch_up_changes = 250;
+inline constexpr std::size_t page_seats = 100;
+/// Changes per changes call at most, whatever limit changes() was given (a page with
+/// `more` set), and while a map is brought to one version: short calls on any log.
+inline constexpr std::size_t changes_per_call = 100;
 /// How many times a read starts again after the log was trimmed under it.
 inline constexpr int read_attempts = 3;
 
@@ -203,7 +204,8 @@ inline Call<ChangePage> changes_call(const Context& c, const op::changes& o) {
     args[A::prefix] = c.keys.prefix();
     args[A::event] = o.event;
     args[A::after] = std::to_string(o.after);
-    args[A::limit] = std::to_string(o.limit);
+    // 0 stays 0: the function refuses it as changes() does on every backend.
+    args[A::limit] = std::to_string(std::min(o.limit, changes_per_call));
     args[A::log_limit] = c.log_limit;
     return make_call<ChangePage>(
         redis_scripts::changes, c.event_keys(o.event), std::move(args),
@@ -355,7 +357,7 @@ struct MapRead : std::enable_shared_from_this<MapRead<Exec, Done>> {
     }
 
     void fetch(EventVersion after) {
-        exec.call(changes_call(exec.context(), op::changes{step.event, after, catch_up_changes}),
+        exec.call(changes_call(exec.context(), op::changes{step.event, after, changes_per_call}),
                   [read = this->shared_from_this()](Result<ChangePage> page) {
                       if (page.is(errc::changes_trimmed) && read->attempt < read_attempts) {
                           return read->start();
