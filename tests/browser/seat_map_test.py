@@ -252,8 +252,12 @@ class Page:
             self.driver.quit()
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_browsers(description, prefix, setup):
+    """The command line (--server, --screenshots), then setup(args, processes, workdir, pages),
+    which starts what it needs through `processes`, appends each Page it opens to `pages`
+    and runs the steps; every page and process is closed after it, the logs shown when it
+    failed. Fails when a page's console showed errors."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--server", required=True, help="the seatlock-ticketing binary")
     parser.add_argument("--screenshots", required=True, help="where the screenshots go")
     args = parser.parse_args()
@@ -267,21 +271,12 @@ def main():
             os.remove(os.path.join(args.screenshots, old))
 
     started = time.monotonic()
-    workdir = tempfile.mkdtemp(prefix="seatlock-browser-")
+    workdir = tempfile.mkdtemp(prefix=prefix)
     processes = Processes(args.server, workdir)
     pages = []
     ok = False
     try:
-        redis_url = processes.redis()
-        s1 = processes.ticketing("server-1", redis_url, [])
-        s2 = processes.ticketing("server-2", redis_url, [])
-        s3 = processes.ticketing("server-3-ttl3", redis_url, ["--hold-ttl", "3"])
-        s4 = processes.ticketing("server-4-ttl3", redis_url, ["--hold-ttl", "3"])
-        a = Page("A", 1100, 1000, args.screenshots, os.path.join(workdir, "profile-a"))
-        pages.append(a)
-        b = Page("B", 375, 900, args.screenshots, os.path.join(workdir, "profile-b"))
-        pages.append(b)
-        run(a, b, s1, s2, s3, s4)
+        setup(args, processes, workdir, pages)
         ok = True
     finally:
         for page in pages:
@@ -301,6 +296,22 @@ def main():
             fail(f"page {page.label}'s console shows errors:\n  " + "\n  ".join(page.errors))
     print(f"ok: every step passed in {time.monotonic() - started:.1f} s; "
           f"screenshots in {args.screenshots}")
+
+
+def main():
+    def setup(args, processes, workdir, pages):
+        redis_url = processes.redis()
+        s1 = processes.ticketing("server-1", redis_url, [])
+        s2 = processes.ticketing("server-2", redis_url, [])
+        s3 = processes.ticketing("server-3-ttl3", redis_url, ["--hold-ttl", "3"])
+        s4 = processes.ticketing("server-4-ttl3", redis_url, ["--hold-ttl", "3"])
+        a = Page("A", 1100, 1000, args.screenshots, os.path.join(workdir, "profile-a"))
+        pages.append(a)
+        b = Page("B", 375, 900, args.screenshots, os.path.join(workdir, "profile-b"))
+        pages.append(b)
+        run(a, b, s1, s2, s3, s4)
+
+    run_browsers(__doc__.splitlines()[0], "seatlock-browser-", setup)
 
 
 def step(name):

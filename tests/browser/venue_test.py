@@ -20,20 +20,16 @@ Prints the figures. Fails, never skips, when chromium, chromium-driver, python3-
 or redis-server is missing. A screenshot of each step goes to --screenshots.
 """
 
-import argparse
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
 
 # The helpers of the seat-map test (this directory): processes, browsers, waits. Its
 # import fails this test with the package to install when selenium is missing.
-from seat_map_test import CHROMEDRIVER, CHROMIUM, REDIS, Page, Processes, fail, step, wait_until
-from selenium.common.exceptions import WebDriverException
+from seat_map_test import Page, fail, run_browsers, step, wait_until
 
 EVENT = "stadium"
 SECTIONS, ROWS, SEATS = 60, 40, 25
@@ -73,24 +69,7 @@ def http(base, method, path, user=None, body=None):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--server", required=True, help="the seatlock-ticketing binary")
-    parser.add_argument("--screenshots", required=True, help="where the screenshots go")
-    args = parser.parse_args()
-    missing = [name for name, path in (("chromium", CHROMIUM), ("chromium-driver", CHROMEDRIVER),
-                                       ("redis-server", REDIS)) if not path]
-    if missing:
-        fail("not found: " + ", ".join(missing) + ": apt-get install " + " ".join(missing))
-    os.makedirs(args.screenshots, exist_ok=True)
-    for old in os.listdir(args.screenshots):
-        if old.endswith(".png"):
-            os.remove(os.path.join(args.screenshots, old))
-
-    workdir = tempfile.mkdtemp(prefix="seatlock-venue-")
-    processes = Processes(args.server, workdir)
-    pages = []
-    ok = False
-    try:
+    def setup(args, processes, workdir, pages):
         venue = os.path.join(workdir, "venue.json")
         write_venue(venue)
         redis_url = processes.redis()
@@ -101,24 +80,8 @@ def main():
         b = Page("B", 1100, 1000, args.screenshots, os.path.join(workdir, "profile-b"))
         pages.append(b)
         run(a, b, s1, s2)
-        ok = True
-    finally:
-        for page in pages:
-            try:
-                page.close()
-            except WebDriverException as e:
-                page.errors.append(f"closing the browser: {e}")
-        processes.stop()
-        if not ok:
-            for name in sorted(os.listdir(workdir)):
-                if name.endswith(".log"):
-                    print(f"--- {name}\n" + open(os.path.join(workdir, name)).read()[-3000:],
-                          file=sys.stderr)
-        shutil.rmtree(workdir, ignore_errors=True)
-    for page in pages:
-        if page.errors:
-            fail(f"page {page.label}'s console shows errors:\n  " + "\n  ".join(page.errors))
-    print(f"ok: every step passed; screenshots in {args.screenshots}")
+
+    run_browsers(__doc__.splitlines()[0], "seatlock-venue-", setup)
 
 
 def run(a, b, s1, s2):
