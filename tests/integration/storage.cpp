@@ -2,7 +2,8 @@
 // through the API: the event's "due" field that lets nearly every call skip the sweep,
 // the timer that forgets an acknowledged expired hold, the hashes that remember released
 // holds, holds larger than the chunks the functions split commands and seat lists into,
-// and the functions' memo of key names.
+// the functions' memo of key names, the held counts and seat expiries the change log
+// takes from the event hash, and the change log's approximate trimming.
 #include "support/redis_admin.hpp"
 #include "support/redis_server.hpp"
 #include "support/redis_setup.hpp"
@@ -283,6 +284,162 @@ TEST_CASE("the functions' memo of key names forgets past 1,000 events or zones a
     CHECK(w.admin.integer({"ZCARD", "seatlock:deadlines:{memo0}"}) == 1);
     CHECK(w.admin.integer({"HEXISTS", "seatlock:event:{memo0}", "h:" + h.token}) == 0);
     CHECK(w.admin.command({"KEYS", "seatlock:released:{memo0}:*"})->elements == 1);
+}
+
+namespace {
+
+long long ms_of(seatlock::WallTime t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+/// The event hash's field `field` as a number; -1 when absent.
+long long field_of(World& w, const std::string& field) {
+    auto reply = w.admin.command({"HGET", event_key, field});
+    if (reply->type == REDIS_REPLY_NIL) return -1;
+    return std::stoll(std::string(reply->str, reply->len));
+}
+
+/// Checks that the held counts the writes keep (c:<zone>) are those of the zones' sets (the
+/// map counts them from there), and that the last step's logged counts are the map's (the
+/// changes after `before`, the version before it).
+void check_counts(World& w, seatlock::EventVersion before, const char* step) {
+    CAPTURE(step);
+    const auto map = w.store.seats("game1").value();
+    REQUIRE(map.zones.size() == 2);
+    for (const auto& zone : map.zones) {
+        CAPTURE(zone.zone);
+        const long long kept = field_of(w, "c:" + zone.zone);
+        if (kept >= 0) CHECK(kept == zone.held);
+    }
+    const auto page = w.store.changes("game1", before).value();
+    REQUIRE(page.version == map.version);
+    for (const auto& change : page.changes) {
+        if (change.version != page.version) continue;  // an earlier step's counts
+        for (const auto& zone : map.zones) {
+            if (zone.zone != change.zone) continue;
+            CAPTURE(zone.zone);
+            CHECK(change.free == zone.free);
+            CHECK(change.held == zone.held);
+            CHECK(change.paid == zone.paid);
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("the change log's counts come from each zone's held count, which every step keeps; held seats' expiries are fields") {
+    World w;
+    auto v = [&] { return w.store.seats("game1").value().version; };
+    auto before = v();
+    auto a = w.store.hold("game1", "amy", seatlock::named_seats("lower", {"A-1", "A-2"})).value();
+    check_counts(w, before, "hold");
+    CHECK(field_of(w, "c:lower") == 2);
+    // A held seat's expiry is the field x:<zone>:<seat>, as seats() answers it.
+    const long long a_expires = field_of(w, "x:lower:A-1");
+    CHECK(a_expires == ms_of(a.expires_at));
+    CHECK(field_of(w, "x:lower:A-2") == a_expires);
+    before = v();
+    auto ga = w.store.hold("game1", "bo", seatlock::quantity("bleachers", 3)).value();
+    check_counts(w, before, "general-admission hold");
+    CHECK(field_of(w, "c:bleachers") == 3);
+    before = v();
+    REQUIRE(w.store.release(ga.token));
+    check_counts(w, before, "general-admission release");
+    before = v();
+    auto b = w.store.hold("game1", "cy", seatlock::best_available("lower", 2)).value();
+    check_counts(w, before, "best available");
+    before = v();
+    auto extended = w.store.extend(b.token, 20min).value();
+    check_counts(w, before, "extend");
+    CHECK(field_of(w, "x:lower:" + b.seats[0]) == ms_of(extended.expires_at));
+    before = v();
+    REQUIRE(w.store.confirm(a.token, "pay-amy"));
+    check_counts(w, before, "confirm");
+    CHECK(field_of(w, "x:lower:A-1") == -1);  // no longer held: no expiry
+    CHECK(field_of(w, "x:lower:A-2") == -1);
+    before = v();
+    REQUIRE(w.store.release(b.token));
+    check_counts(w, before, "release");
+    CHECK(field_of(w, "x:lower:" + b.seats[0]) == -1);
+    CHECK(field_of(w, "c:lower") == 0);
+    before = v();
+    REQUIRE(w.store.cancel("game1", "pay-amy"));
+    check_counts(w, before, "cancel");
+    // The expiry sweep.
+    before = v();
+    auto short_hold = w.store.hold("game1", "dee", seatlock::named_seats("lower", {"A-5"}), 100ms).value();
+    auto short_ga = w.store.hold("game1", "dee", seatlock::quantity("bleachers", 2), 100ms).value();
+    CHECK(field_of(w, "c:lower") == 1);
+    std::this_thread::sleep_for(250ms);
+    check_counts(w, before, "expiry");
+    CHECK(field_of(w, "c:lower") == 0);
+    CHECK(field_of(w, "c:bleachers") == 0);
+    CHECK(field_of(w, "x:lower:A-5") == -1);
+    (void)short_hold;
+    (void)short_ga;
+
+    // An event stored before the held counts existed has none: each zone is counted from its
+    // sets by the first step that holds or frees seats there, which writes the count.
+    auto e = w.store.hold("game1", "eve", seatlock::named_seats("lower", {"A-7", "A-8", "A-9"})).value();
+    auto f = w.store.hold("game1", "fay", seatlock::quantity("bleachers", 4)).value();
+    w.admin.command({"HDEL", event_key, "c:lower", "c:bleachers"});
+    before = v();
+    auto g = w.store.hold("game1", "gus", seatlock::named_seats("lower", {"A-10"})).value();
+    check_counts(w, before, "hold without a held count");
+    CHECK(field_of(w, "c:lower") == 4);
+    CHECK(field_of(w, "c:bleachers") == -1);  // not touched yet
+    before = v();
+    REQUIRE(w.store.release(f.token));
+    check_counts(w, before, "release without a held count");
+    CHECK(field_of(w, "c:bleachers") == 0);
+    w.admin.command({"HDEL", event_key, "c:lower"});
+    before = v();
+    REQUIRE(w.store.confirm(e.token, "pay-eve"));
+    check_counts(w, before, "confirm without a held count");
+    CHECK(field_of(w, "c:lower") == 1);
+    REQUIRE(w.store.release(g.token));
+    CHECK(field_of(w, "c:lower") == 0);
+}
+
+TEST_CASE("the change log is trimmed approximately, and answers as if it kept exactly its last log_limit steps") {
+    seatlock::testing::RedisServer server;
+    seatlock::testing::RedisAdmin admin{server.port()};
+    auto options = options_for(server);
+    options.change_log_limit = 5;
+    seatlock::RedisBackend backend{options};
+    seatlock::SeatHoldStore<seatlock::RedisBackend> store{backend, no_limit()};
+    store.create_event({"game1", "Trim", {seatlock::ZoneSpec::named("lower", seats("A", 400))}}).value();
+    std::vector<seatlock::EventVersion> versions;
+    std::vector<std::string> tokens;
+    for (int n = 1; n <= 400; ++n) {
+        auto h = store.hold("game1", "h" + std::to_string(n), seatlock::named_seats("lower", {"A-" + std::to_string(n)}));
+        REQUIRE(h);
+        versions.push_back(h->version);
+        tokens.push_back(h->token);
+    }
+    // Redis keeps more than 5 entries (it trims whole nodes of the stream), and far fewer
+    // than every step.
+    const long long stored = admin.integer({"XLEN", "seatlock:changes:{game1}"});
+    CHECK(stored > 5);
+    CHECK(stored < 400);
+    // The last 5 steps are there; the step before them, though still stored, is not answered.
+    auto kept = store.changes("game1", versions[394]);
+    REQUIRE(kept);
+    CHECK(kept->changes.size() == 5);
+    CHECK(kept->changes.front().seat == "A-396");
+    CHECK(store.changes("game1", versions[393]).is(seatlock::errc::changes_trimmed));
+    CHECK(store.changes("game1", versions[400 - stored]).is(seatlock::errc::changes_trimmed));
+    CHECK(store.changes("game1", versions[0]).is(seatlock::errc::changes_trimmed));
+    // A step that logs nothing (a retried release) raises the version all the same: the
+    // bound counts logged steps.
+    REQUIRE(store.release(tokens.back()));
+    REQUIRE(store.release(tokens.back()));
+    CHECK(store.changes("game1", versions[394]).is(seatlock::errc::changes_trimmed));
+    auto last = store.changes("game1", versions[395]);
+    REQUIRE(last);
+    CHECK(last->changes.size() == 5);
+    CHECK(last->changes.back().seat == "A-400");
+    CHECK(last->changes.back().state == SeatState::free);
 }
 
 }  // namespace storage_test

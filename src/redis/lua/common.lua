@@ -30,6 +30,8 @@
 --     z:<zone>            "<kind> <capacity> <rows>" (rows: 1 when seats name rows)
 --     n:<zone>            general admission: the first place never taken yet
 --     p:<zone>            paid seats of the zone
+--     c:<zone>            held seats of the zone (absent: not counted yet; common_records.lua)
+--     x:<zone>:<seat>     a held seat of a named zone: the expiry of its hold
 --     u:<holder>          the holder's held seats + 2^26 x its active holds (HOLD_UNIT)
 --     v:<holder>          the holder's paid seats (u and v: no field while 0)
 --     h:<token>           a hold: "<status>[=<key>] <holder> <zone> <created> <expires> <pairs>",
@@ -253,8 +255,8 @@ local function arg_event(p, e)
     event = prefix .. ':event' .. tag, paid = prefix .. ':paid' .. tag,
     deadlines = prefix .. ':deadlines' .. tag, expired = prefix .. ':expired' .. tag,
     released = prefix .. ':released' .. tag .. ':',
-    -- The change log (a stream) and the expiries of held named seats (common_records.lua).
-    log = prefix .. ':changes' .. tag, held = prefix .. ':held' .. tag,
+    -- The change log, a stream (common_records.lua).
+    log = prefix .. ':changes' .. tag,
     -- The calling backend's change log limit (arg_log), set by every function that writes.
     log_limit = false,
     free = free_key, seats = seats_key, zone_keys = {free = {}, seats = {}}, zone_names = 0,

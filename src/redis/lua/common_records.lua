@@ -242,18 +242,81 @@ local function put_count(set, gone, field, value)
 end
 
 -- The change log of an event (SeatHoldStore::changes): the stream <prefix>:changes:{event},
--- one entry per step that changed a seat or a count, its id "<version>-0", its one field
--- c the step's changes as MessagePack: for each, zone, seat ('' for a general-admission
--- zone), state (0 free, 1 held, 2 paid), expires (ms, held only; else 0), and the zone's
--- free, held and paid counts after the step. XADD trims it to the last K.log_limit
--- entries (ARGV log_limit of every function that can write: arg_log). The hash
--- <prefix>:held:{event} holds, for each held seat of a named zone, field <zone>:<seat> =
--- the expiry of its hold: what seats_page.lua answers for a held seat.
+-- one entry per step that changed a seat or a count, its id "<version>-0", its fields one
+-- or more groups of two: h "<zone> <held> <paid> <state> <expires>", the zone's held and
+-- paid counts after the step, the state (0 free, 1 held, 2 paid) and expiry (ms, held
+-- only; else 0) of the group's seats; then s, the seats as MessagePack slot-seat pairs,
+-- as a hold's record keeps them (a slot may be 0: only the seats are read), so that a hot
+-- step copies its hold's <pairs> whole and writes no number it has not as text already.
+-- A general-admission zone's group has no seats (s empty): its change is its counts.
+-- changes.lua makes one change of each seat (or such zone) with its group's counts, free
+-- being the zone's capacity less held and paid.
+--
+-- XADD trims the stream approximately (MAXLEN ~: whole nodes of it, which costs a step
+-- next to nothing, where an exact trim rewrites the oldest node at every step), so it may
+-- keep more than K.log_limit entries (ARGV log_limit of every function that can write:
+-- arg_log); changes.lua answers as if it kept exactly the last K.log_limit.
+--
+-- The counts cost no command of their own: the event hash's field c:<zone> holds the
+-- zone's held seats, which every step that holds seats or ends holds reads and writes with
+-- the fields it reads and writes anyway; then free = capacity - held - paid (p:<zone>). An
+-- event stored before that field existed has none: a step counts the zone's seats from its
+-- sets instead (zone_counts_now), before it writes, and from then on the field is there.
+-- The field x:<zone>:<seat> of a held seat of a named zone holds its hold's expiry (what
+-- seats_page.lua answers for a held seat), written and deleted with the hold's record.
 
 -- Checks ARGV[i], the change log limit of the calling backend (RedisOptions), for K.
 local function arg_log(i, K)
   arg_int(i, 'change log limit', 1, MAX_PLACES)
   K.log_limit = ARGV[i]
+end
+
+-- A zone's counts now, from its sets (the free set, the next place of a general-admission
+-- zone, p:<zone>): free, held, paid, and whether it is general admission.
+local function zone_counts_now(K, zone)
+  local zf = call('HMGET', K.event, 'z:' .. zone, 'p:' .. zone, 'n:' .. zone)
+  local kind, capacity = zone_of(zf[1])
+  local free = call('ZCARD', K:free(zone))
+  local ga = kind == 'general_admission'
+  if ga then free = free + capacity - tonumber(zf[3]) + 1 end
+  local paid = tonumber(zf[2] or '0')
+  return free, capacity - free - paid, paid, ga
+end
+
+-- The held seats of `zone` before a step changes them: `c`, its field c:<zone> as read
+-- (false while absent), or counted from the zone's sets, before the step writes any.
+local function held_before(K, zone, c)
+  if c then return c + 0 end
+  local _, held = zone_counts_now(K, zone)
+  return held
+end
+
+-- A zone's counts after a step (free, held, paid, and whether it is general admission),
+-- from its fields z:, p: and c: (zone_counts_now while c: is absent).
+local function zone_counts(K, zone)
+  local zf = call('HMGET', K.event, 'z:' .. zone, 'p:' .. zone, 'c:' .. zone)
+  if not zf[3] then return zone_counts_now(K, zone) end
+  local kind, capacity = zone_of(zf[1])
+  local paid, held = tonumber(zf[2] or '0'), zf[3] + 0
+  return capacity - held - paid, held, paid, kind == 'general_admission'
+end
+
+-- The fields x:<zone>:<seat> of the seats of slot-seat pair list `flat`, appended to
+-- `fields`, each followed by `at` when given (HSET's arguments; else HDEL's).
+local function held_fields(fields, zone, flat, at)
+  local prefix = 'x:' .. zone .. ':'
+  for i = 2, #flat, 2 do
+    fields[#fields + 1] = prefix .. flat[i]
+    if at then fields[#fields + 1] = at end
+  end
+  return fields
+end
+
+-- Appends the entry of a step of one group (above; every argument text) to the log as the
+-- entry of version `version_at`.
+local function log_entry(K, version_at, zone, held, paid, state, expires, blob)
+  call('XADD', K.log, 'MAXLEN', '~', K.log_limit, version_at .. '-0',
+    'h', zone .. ' ' .. held .. ' ' .. paid .. ' ' .. state .. ' ' .. expires, 's', blob)
 end
 
 -- The changes of the step under way, by zone, in the order first touched (write_log).
@@ -279,67 +342,66 @@ local function touch_all(L, zone, flat, state, expires)
   for i = 2, #flat, 2 do touch(L, zone, flat[i], state, expires) end
 end
 
--- A zone's counts now: free, held, paid, and whether it is general admission.
-local function zone_counts(K, zone)
-  local zf = call('HMGET', K.event, 'z:' .. zone, 'p:' .. zone, 'n:' .. zone)
-  local kind, capacity = zone_of(zf[1])
-  local free = call('ZCARD', K:free(zone))
-  local ga = kind == 'general_admission'
-  if ga then free = free + capacity - tonumber(zf[3]) + 1 end
-  local paid = tonumber(zf[2] or '0')
-  return free, capacity - free - paid, paid, ga
-end
-
 -- Appends the step's changes (L) to the log as the entry of `version`; nothing when the
--- step changed no seat. One change per seat of a named zone, one per general-admission
--- zone, each with its zone's counts after the step.
+-- step changed no seat. Each zone's counts are read after the step (zone_counts).
 local function write_log(K, L, version)
   if #L.order == 0 then return end
-  local flat = {}
+  local groups = {}
   for _, zone in ipairs(L.order) do
-    local free, held, paid, ga = zone_counts(K, zone)
+    local _, held, paid, ga = zone_counts(K, zone)
+    local head = zone .. ' ' .. digits(held) .. ' ' .. digits(paid) .. ' '
     if ga then
-      local n = #flat
-      flat[n + 1], flat[n + 2], flat[n + 3], flat[n + 4] = zone, '', 0, 0
-      flat[n + 5], flat[n + 6], flat[n + 7] = free, held, paid
+      groups[#groups + 1] = 'h'
+      groups[#groups + 1] = head .. '0 0'
+      groups[#groups + 1] = 's'
+      groups[#groups + 1] = ''
     else
+      -- One group per run of seats in the same state with the same expiry, in order.
       local z = L.zones[zone]
+      local state, expires, pairs = nil, nil, {}
+      local function close()
+        if #pairs > 0 then
+          groups[#groups + 1] = 'h'
+          groups[#groups + 1] = head .. state .. ' ' .. digits(expires)
+          groups[#groups + 1] = 's'
+          groups[#groups + 1] = pack_pairs(pairs)
+        end
+      end
       for _, seat in ipairs(z.list) do
         local st = z.seats[seat]
-        local n = #flat
-        flat[n + 1], flat[n + 2], flat[n + 3], flat[n + 4] = zone, seat, st[1], st[2]
-        flat[n + 5], flat[n + 6], flat[n + 7] = free, held, paid
+        if st[1] ~= state or st[2] ~= expires then
+          close()
+          state, expires, pairs = st[1], st[2], {}
+        end
+        pairs[#pairs + 1] = 0
+        pairs[#pairs + 1] = seat
       end
+      close()
     end
   end
-  call('XADD', K.log, 'MAXLEN', K.log_limit, digits(version) .. '-0', 'c', pack_pairs(flat))
+  call('XADD', K.log, 'MAXLEN', '~', K.log_limit, digits(version) .. '-0', unpack(groups))
 end
 
--- The held-seat expiries of a named zone's seats (flat: slot-seat pairs): set, or deleted.
-local function set_held(K, zone, flat, expires)
-  local fields, at = {}, digits(expires)
-  for i = 2, #flat, 2 do
-    fields[#fields + 1] = zone .. ':' .. flat[i]
-    fields[#fields + 1] = at
-  end
-  chunked('HSET', K.held, fields)
+-- Gives back the seats of active hold h (hold_of): they are free again (noted in the step's
+-- log L), without their expiries, and the zone's held count and the holder's counters
+-- drop.
+local function free_hold_seats(K, h, L)
+  local zone, n = h.zone, #h.flat / 2
+  local zf = call('HMGET', K.event, 'z:' .. zone, 'c:' .. zone)
+  local held = held_before(K, zone, zf[2]) - n
+  chunked('ZADD', K:free(zone), h.flat)
+  if sub(zf[1], 1, 6) == 'named ' then chunked('HDEL', K.event, held_fields({}, zone, h.flat)) end
+  call('HSET', K.event, 'c:' .. zone, digits(held))
+  touch_all(L, zone, h.flat, 0)
+  count_holds(K, 'u:' .. h.holder, -n, -1)
 end
 
-local function clear_held(K, zone, flat)
-  local fields = {}
-  for i = 2, #flat, 2 do fields[#fields + 1] = zone .. ':' .. flat[i] end
-  chunked('HDEL', K.held, fields)
-end
-
--- Ends active hold h (hold_of) as if it expired at `now`: its seats are free (noted in
--- the step's log L), its holder's counters drop, its record says expired (at `now` at the
--- latest) and its expiry is queued for expired(). Its timer is the caller's to remove
--- (the sweep's ZREM, or restore_order's).
+-- Ends active hold h (hold_of) as if it expired at `now`: its seats are free
+-- (free_hold_seats), its record says expired (at `now` at the latest) and its expiry is
+-- queued for expired(). Its timer is the caller's to remove (the sweep's ZREM, or
+-- restore_order's).
 local function end_hold(K, token, h, now, L)
-  chunked('ZADD', K:free(h.zone), h.flat)
-  clear_held(K, h.zone, h.flat)
-  touch_all(L, h.zone, h.flat, 0)
-  count_holds(K, 'u:' .. h.holder, -#h.flat / 2, -1)
+  free_hold_seats(K, h, L)
   h.status = 'expired'
   h.expires = math.min(h.expires, now)
   call('HSET', K.event, 'h:' .. token, hold_text(h))

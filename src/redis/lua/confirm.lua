@@ -5,11 +5,12 @@
 -- late: 0|1; max_seats: 0 = none
 -- Returns {1, order, holder, zone, {seats}, token, paid_at_ms, cancelled, version} or a
 -- refusal; version: the event's, which every confirm that succeeds raises by one.
--- A confirm of an active hold runs 6 commands: TIME, HMGET of the event hash, HMGET of the
--- counters and the version, ZREM of the deadline, HSET of the paid seats, HSET of the
--- event hash (the hold, the order, the counters, the version), and HDEL of the holder's
--- held count once it is back at 0. A retry (the order exists) runs TIME, HMGET and an
--- HINCRBY of the version.
+-- A confirm of an active hold runs 8 commands: TIME, HMGET of the event hash, HMGET of the
+-- counters, the version and the zone's record and counts, ZREM of the deadline, HSET of
+-- the paid seats, HSET of the event hash (the hold, the order, the counters, the zone's
+-- counts, the version), HDEL of the seats' expiries (and of the holder's held count once
+-- it is back at 0), and the change log's XADD (common_records.lua). A retry (the order
+-- exists) runs TIME, HMGET and an HINCRBY of the version.
 arg_count(@argc, 'confirm')
 local K = arg_event(@prefix, @event)
 arg_log(@log_limit, K)
@@ -42,14 +43,19 @@ end
 if status == 'released' or (status == 'expired' and not late) then return inactive(token, hold_of(text)) end
 
 local blob = sub(text, pairs_at)
-local seats = seats_of(unpack_pairs(blob))
+local flat = unpack_pairs(blob)
+local seats = seats_of(flat)
 local n = #seats
 -- The holder's counters (u: held seats and active holds, v: paid seats), the zone's paid
--- count and the event's version, read once and written with the records (counts_of,
--- count_holds).
+-- and held counts, the event's version and the zone's record, read once and written with
+-- the records (counts_of, count_holds; the zone's counts for the change log).
 local counts_field, paid_field, zone_paid_field = 'u:' .. holder, 'v:' .. holder, 'p:' .. zone
-local counts = call('HMGET', K.event, counts_field, paid_field, zone_paid_field, 'ver')
+local zone_held_field = 'c:' .. zone
+local counts = call('HMGET', K.event, counts_field, paid_field, zone_paid_field, 'ver', zone_held_field,
+  'z:' .. zone)
+local zone_held = held_before(K, zone, counts[5])
 local set, gone = {}, {} -- HSET's and HDEL's arguments
+local named = sub(counts[6], 1, 6) == 'named '
 if status == 'expired' then
   -- confirm_late: the same seats, if every one is still free (in its zone's free set:
   -- the places of a general-admission hold all lie below the zone's `next`).
@@ -70,8 +76,11 @@ if status == 'expired' then
 else
   -- An active hold's seats move from held to paid.
   call('ZREM', K.deadlines, token)
-  clear_held(K, zone, unpack_pairs(blob))
+  if named then held_fields(gone, zone, flat) end
   put_count(set, gone, counts_field, (counts[1] and counts[1] + 0 or 0) - n - HOLD_UNIT)
+  zone_held = zone_held - n
+  set[#set + 1] = zone_held_field
+  set[#set + 1] = count_digits(zone_held)
 end
 local fields = {}
 for i = 1, n do
@@ -87,15 +96,15 @@ set[#set + 1] = 'c:' .. order .. sub(text, rest)
 set[#set + 1] = order_field
 set[#set + 1] = holder .. ' ' .. zone .. ' ' .. token .. ' ' .. digits(now) .. ' 0 ' .. blob
 put_count(set, gone, paid_field, (counts[2] and counts[2] + 0 or 0) + n)
+local zone_paid = digits((counts[3] and counts[3] + 0 or 0) + n)
 set[#set + 1] = zone_paid_field
-set[#set + 1] = digits((counts[3] and counts[3] + 0 or 0) + n)
+set[#set + 1] = zone_paid
 local version, version_at = next_version(K, counts[4])
 set[#set + 1] = 'ver'
 set[#set + 1] = version_at
-call('HSET', K.event, unpack(set))
-if #gone > 0 then call('HDEL', K.event, unpack(gone)) end
--- The change log: the seats now paid.
-local L = new_log()
-for i = 1, n do touch(L, zone, seats[i], 2) end
-write_log(K, L, version)
+chunked('HSET', K.event, set)
+chunked('HDEL', K.event, gone)
+-- The change log's entry (common_records.lua): the zone's counts, then the seats now paid
+-- (a general-admission zone: its counts).
+log_entry(K, version_at, zone, count_digits(zone_held), zone_paid, '2', '0', named and blob or '')
 return {1, order, holder, zone, seats, token, now, 0, version} -- order_reply

@@ -26,14 +26,17 @@ if h.status ~= 'held' then return inactive(token, h) end
 -- deadline only moves later, so "due" stays no later than every timer.
 h.expires = math.max(h.expires, math.min(now + ttl, h.created + max_lifetime))
 local version, version_at = next_version(K, ev[4])
-call('HSET', K.event, hold_field, hold_text(h), 'ver', version_at)
+-- Named seats stay held, with the new expiry (x:<zone>:<seat>, written with the record),
+-- which the change log says; a general-admission zone's counts do not change: nothing to
+-- log.
+local named = sub(call('HGET', K.event, 'z:' .. h.zone), 1, 6) == 'named '
+local set = {hold_field, hold_text(h), 'ver', version_at}
+if named then held_fields(set, h.zone, h.flat, digits(h.expires)) end
+chunked('HSET', K.event, set)
 call('ZADD', K.deadlines, h.expires, token)
--- The change log: named seats stay held, with the new expiry (a general-admission zone's
--- counts do not change: nothing to log).
-if sub(call('HGET', K.event, 'z:' .. h.zone), 1, 6) == 'named ' then
+if named then
   local L = new_log()
   touch_all(L, h.zone, h.flat, 1, h.expires)
-  set_held(K, h.zone, h.flat, h.expires)
   write_log(K, L, version)
 end
 return {1, h.holder, h.zone, seats_of(h.flat), h.expires, version}

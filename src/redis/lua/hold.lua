@@ -11,14 +11,14 @@
 -- token follows); or a refusal. version: the event's, which every hold that succeeds
 -- raises by one (field ver, read by the HMGET and written by the HSET a new hold does
 -- anyway; a remembered one is answered after one HINCRBY).
--- A hold of named seats runs 10 commands: TIME, one HMGET of the event hash (event, timers,
--- zone, an earlier try with this token, the holder's counters, the version), ZMSCORE and
--- ZREM on the zone's free set, one HSET of the event hash (the hold, the holder's counter,
--- the version), one ZADD of the deadline, then HSET of the held seats' expiries, and the
--- change log's HMGET, ZCARD (the zone's counts) and XADD (write_log). A hold of a quantity
--- in a general-admission zone runs 9, or 8 when every place it gets is new: the HMGET
--- reads the zone's next place as well, ZRANGE finds the lowest released places, ZREM
--- takes them; no held seat expiry is kept.
+-- A hold of named seats runs 7 commands: TIME, one HMGET of the event hash (event, timers,
+-- zone, an earlier try with this token, the holder's counters, the version, the zone's
+-- paid and held counts), ZMSCORE and ZREM on the zone's free set, one HSET of the event
+-- hash (the hold, the holder's counter, the zone's held count, the held seats' expiries,
+-- the version), one ZADD of the deadline, and the change log's XADD (common_records.lua).
+-- A hold of a quantity in a general-admission zone runs 7, or 6 when every place it gets
+-- is new: the HMGET reads the zone's next place as well, ZRANGE finds the lowest released
+-- places, ZREM takes them; no held seat expiry is kept.
 local kind = ARGV[@kind]
 if kind ~= 'seats' and kind ~= 'quantity' and kind ~= 'best_available' then
   malformed('hold kind (ARGV[@kind])')
@@ -85,20 +85,23 @@ check_keys(K, free_key, seats_key)
 local now = now_ms()
 local zone_field, hold_field, counts_field = 'z:' .. zone, 'h:' .. token, 'u:' .. holder
 local paid_field = 'v:' .. holder
+-- The zone's paid and held seats (p:, c:), for its counts in the change log.
+local zone_paid_field, zone_held_field = 'p:' .. zone, 'c:' .. zone
 local key_field = key ~= '' and 'k:' .. holder .. ':' .. key
 -- A general-admission zone's first place never taken (n:<zone>), read only for a hold of a
 -- quantity.
 local next_field = kind ~= 'seats' and 'n:' .. zone
--- The event hash's fields a hold reads, then the idempotency key's (ev[8]) and the zone's
--- next place (ev[9]) when it needs either ('id' again in the place of the other); read
+-- The event hash's fields a hold reads, then the idempotency key's (ev[10]) and the zone's
+-- next place (ev[11]) when it needs either ('id' again in the place of the other); read
 -- again after a sweep that ran timers (the second sweep finds none due).
 local ev
 repeat
   if key_field or next_field then
     ev = call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field,
-      'ver', key_field or 'id', next_field or 'id')
+      'ver', zone_paid_field, zone_held_field, key_field or 'id', next_field or 'id')
   else
-    ev = call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field, 'ver')
+    ev = call('HMGET', K.event, 'id', 'due', zone_field, hold_field, counts_field, paid_field, 'ver',
+      zone_paid_field, zone_held_field)
   end
   if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
 until not sweep(K, now, ev[2])
@@ -109,17 +112,17 @@ if ev[4] then
   if h.holder ~= holder then return refuse('invalid_argument', 'hold token already used') end
   return hold_reply(h, false, raise_version(K))
 end
-if key ~= '' and ev[8] then
+if key ~= '' and ev[10] then
   -- The holder used this idempotency key before: that hold, as it stands.
-  local text = call('HGET', K.event, 'h:' .. ev[8])
+  local text = call('HGET', K.event, 'h:' .. ev[10])
   if text then
     local h = hold_of(text)
     if not same_request(h, zone, asked, n) then
       return refuse('invalid_argument', 'idempotency key ' .. key ..
-        ' was used for another request (hold ' .. ev[8] .. ')')
+        ' was used for another request (hold ' .. ev[10] .. ')')
     end
     local reply = hold_reply(h, true, raise_version(K))
-    reply[#reply + 1] = ev[8]
+    reply[#reply + 1] = ev[10]
     return reply
   end
 end
@@ -142,8 +145,9 @@ local seats, flat
 -- The seats that leave the zone's free set: all of them, but for never-taken places.
 local listed
 local set = {nil, nil, nil, nil, nil, nil, nil, nil}
+local general_admission = sub(ev[3], 1, 6) ~= 'named '
 if kind == 'seats' then
-  if sub(ev[3], 1, 6) ~= 'named ' then
+  if general_admission then
     return refuse('invalid_argument', 'zone ' .. zone .. ' is general admission: ask for a quantity of places')
   end
   -- A named seat is in the free set, scored by its slot, exactly when it is neither held
@@ -169,8 +173,7 @@ if kind == 'seats' then
   end
   seats, listed = asked, asked
 else
-  local zone_kind, capacity, with_rows = zone_of(ev[3])
-  local general_admission = zone_kind == 'general_admission'
+  local _, capacity, with_rows = zone_of(ev[3])
   if kind == 'quantity' and not general_admission then
     return refuse('invalid_argument', 'zone ' .. zone .. ' has named seats: name them or ask for best_available')
   end
@@ -183,7 +186,7 @@ else
     -- as there are left (capacity - next + 1). When fewer than n are listed, those are all
     -- of them, and the count is exact; with n listed it does not matter.
     lowest = call('ZRANGE', free_key, 0, n - 1, 'WITHSCORES')
-    next_place = tonumber(ev[9])
+    next_place = tonumber(ev[11])
     free = #lowest / 2 + capacity - next_place + 1
   else
     listed_free = call('ZCARD', free_key)
@@ -249,12 +252,15 @@ else
   end
 end
 
+-- The zone's held seats, counted before any write when the event has no c:<zone> yet.
+local zone_held = count_digits(held_before(K, zone, ev[9]) + n)
 chunked('ZREM', free_key, listed)
 local expires = now + ttl
 local expires_at = digits(expires)
+local blob = pack_pairs(flat)
 set[#set + 1] = hold_field
 set[#set + 1] = (key ~= '' and 'held=' .. key or 'held') .. ' ' .. holder .. ' ' .. zone .. ' ' ..
-  digits(now) .. ' ' .. expires_at .. ' ' .. pack_pairs(flat) -- hold_text
+  digits(now) .. ' ' .. expires_at .. ' ' .. blob -- hold_text
 if key ~= '' then
   set[#set + 1] = key_field
   set[#set + 1] = token
@@ -265,20 +271,22 @@ if not ev[2] or expires < ev[2] + 0 then
   set[#set + 1] = 'due'
   set[#set + 1] = expires_at
 end
+set[#set + 1] = zone_held_field
+set[#set + 1] = zone_held
 local version, version_at = next_version(K, ev[7])
 set[#set + 1] = 'ver'
 set[#set + 1] = version_at
-call('HSET', K.event, unpack(set))
+-- The change log's entry (common_records.lua): the zone's counts, and the seats now held
+-- with their expiry (kept in x:<zone>:<seat> as well); a general-admission zone's change
+-- is its counts.
+if not general_admission then held_fields(set, zone, flat, expires_at) end
+chunked('HSET', K.event, set)
 call('ZADD', K.deadlines, expires_at, token)
--- The change log: the seats now held (a general-admission zone: its counts).
-local L = new_log()
-if kind == 'quantity' then
-  touch(L, zone, '', 0)
+if general_admission then
+  log_entry(K, version_at, zone, zone_held, ev[8] or '0', '0', '0', '')
 else
-  touch_all(L, zone, flat, 1, expires)
-  set_held(K, zone, flat, expires)
+  log_entry(K, version_at, zone, zone_held, ev[8] or '0', '1', expires_at, blob)
 end
-write_log(K, L, version)
 -- Named seats: the caller has them, the expiry and the version are all it is told.
 if kind == 'seats' then return expires_at .. ' ' .. version_at end
 -- Room for 6 seats.

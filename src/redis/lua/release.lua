@@ -7,14 +7,15 @@
 --! ARGV prefix event token log_limit
 -- Returns the event's version after the release, which every release that succeeds raises
 -- by one (a bare integer, above 0: a table costs a reply more to write), or a refusal.
--- Runs 12 commands: TIME, HMGET of the event hash, ZADD of the seats, HDEL of their held
--- expiries, the change log's HMGET, ZCARD and XADD (write_log), HINCRBY of the
--- holder's counter, ZREM of the deadline, HDEL of the hold (and of the counter, once at 0),
--- HSET of the minute's hash of released holds (and, once a minute, its PEXPIREAT and the
--- HSET of "rb"), HINCRBY of the version (raise_version: no write of the event hash here
--- could carry it). With a key: ZADD of the deadline and HSET of the record instead of
--- ZREM, HDEL and that HSET. A retry (released or expired before) runs TIME, HMGET and the
--- HINCRBY.
+-- Runs 9 commands: TIME, HMGET of the event hash, a second HMGET of it once the hold's
+-- zone is known (the zone, its paid and held counts, the holder's counter, the version),
+-- ZADD of the seats, HSET of the event hash (the zone's held count, the holder's counter,
+-- the version), HDEL of it (the hold, its seats' expiries, the counter once at 0), ZREM of
+-- the deadline, HSET of the minute's hash of released holds (and, once a minute, its
+-- PEXPIREAT and the HSET of "rb"), and the change log's XADD (common_records.lua). With a
+-- key: ZADD of the deadline instead of ZREM, the record in the HSET, and no hash of the
+-- minute. A retry (released or expired before) runs TIME, HMGET and an HINCRBY of the
+-- version (raise_version).
 arg_count(@argc, 'release')
 local K = arg_event(@prefix, @event)
 arg_log(@log_limit, K)
@@ -35,34 +36,43 @@ end
 local status, rest, holder, zone, pairs_at = hold_head(text)
 if status == 'expired' or status == 'released' then return raise_version(K) end
 if status ~= 'held' then return inactive(token, hold_of(text)) end
-local flat = unpack_pairs(sub(text, pairs_at))
+local blob = sub(text, pairs_at)
+local flat = unpack_pairs(blob)
+local n = #flat / 2
+-- The zone's record and counts, the holder's counter and the version, read once and
+-- written with one HSET and one HDEL (the record, unless kept, the seats' expiries, the
+-- counter once at 0).
+local zone_held_field, counts_field = 'c:' .. zone, 'u:' .. holder
+local zf = call('HMGET', K.event, 'z:' .. zone, 'p:' .. zone, zone_held_field, counts_field, 'ver')
+local zone_held = count_digits(held_before(K, zone, zf[3]) - n)
 chunked('ZADD', K:free(zone), flat)
-clear_held(K, zone, flat)
--- The change log: the seats now free.
-local L = new_log()
-touch_all(L, zone, flat, 0)
-local function logged(version)
-  write_log(K, L, version)
-  return version
-end
+local set, gone = {zone_held_field, zone_held}, {}
+put_count(set, gone, counts_field, (zf[4] and zf[4] + 0 or 0) - n - HOLD_UNIT)
+local version, version_at = next_version(K, zf[5])
+set[#set + 1] = 'ver'
+set[#set + 1] = version_at
+-- The change log's entry (common_records.lua): the zone's counts, and the seats now free
+-- (a general-admission zone: its counts).
+if sub(zf[1], 1, 6) == 'named ' then held_fields(gone, zone, flat) else blob = '' end
 if sub(text, rest, rest) ~= '=' then
-  -- No idempotency key: the record goes (with the holder's counter once back at 0), the
-  -- minute's hash remembers the release. "due" may now lie before every timer, which only
-  -- costs the sweep that finds none.
+  -- No idempotency key: the record goes, the minute's hash remembers the release. "due"
+  -- may now lie before every timer, which only costs the sweep that finds none.
+  gone[#gone + 1] = hold_field
   call('ZREM', K.deadlines, token)
-  count_holds(K, 'u:' .. holder, -#flat / 2, -1, hold_field)
   remember_release(K, token, now, ev[4])
-  return logged(raise_version(K))
-end
-count_holds(K, 'u:' .. holder, -#flat / 2, -1)
-local forget_at = now + RELEASED_MEMORY_MS
-local forget = digits(forget_at)
-call('ZADD', K.deadlines, forget, token)
--- The record as it was, but for its status.
-local record = 'released' .. sub(text, rest)
-if ev[2] and forget_at >= ev[2] + 0 then
-  call('HSET', K.event, hold_field, record)
 else
-  call('HSET', K.event, hold_field, record, 'due', forget)
+  local forget_at = now + RELEASED_MEMORY_MS
+  local forget = digits(forget_at)
+  call('ZADD', K.deadlines, forget, token)
+  -- The record as it was, but for its status.
+  set[#set + 1] = hold_field
+  set[#set + 1] = 'released' .. sub(text, rest)
+  if not ev[2] or forget_at < ev[2] + 0 then
+    set[#set + 1] = 'due'
+    set[#set + 1] = forget
+  end
 end
-return logged(raise_version(K))
+chunked('HSET', K.event, set)
+chunked('HDEL', K.event, gone)
+log_entry(K, version_at, zone, zone_held, zf[2] or '0', '0', '0', blob)
+return version

@@ -188,10 +188,7 @@ for j, h in ipairs(ending) do
 end
 if replaced then
   if replaced.status == 'held' then
-    chunked('ZADD', K:free(replaced.zone), replaced.flat) -- derived: the hold's zone
-    clear_held(K, replaced.zone, replaced.flat)
-    touch_all(L, replaced.zone, replaced.flat, 0)
-    count_holds(K, 'u:' .. replaced.holder, -#replaced.flat / 2, -1)
+    free_hold_seats(K, replaced, L) -- derived keys: the hold's zone
   end
   -- Its record is overwritten below; its key, timers and expiry report go.
   if replaced.key ~= '' then call('HDEL', K.event, 'k:' .. replaced.holder .. ':' .. replaced.key) end
