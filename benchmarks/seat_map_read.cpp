@@ -46,10 +46,10 @@ EventSpec venue(int seats) {
     for (int z = 0; z * per_zone < seats; ++z) {
         std::vector<SeatSpec> list;
         for (int s = 0; s < per_zone && z * per_zone + s < seats; ++s) {
-            const std::string row = "R" + std::to_string(s / per_row + 1);
-            list.push_back({row + "-" + std::to_string(s % per_row + 1), row});
+            const std::string row = fmt::format("R{}", s / per_row + 1);
+            list.push_back({fmt::format("{}-{}", row, s % per_row + 1), row});
         }
-        spec.zones.push_back(ZoneSpec::named("S" + std::to_string(z + 1), std::move(list)));
+        spec.zones.push_back(ZoneSpec::named(fmt::format("S{}", z + 1), std::move(list)));
     }
     return spec;
 }
@@ -69,7 +69,8 @@ std::vector<SlowCall> slow_calls(bench::Connection& admin) {
         c.us = e->element[2]->integer;
         const redisReply* argv = e->element[3];
         for (std::size_t a = 0; a < std::min<std::size_t>(argv->elements, 2); ++a) {
-            c.command += (a ? " " : "") + std::string(argv->element[a]->str, argv->element[a]->len);
+            if (a) c.command += ' ';
+            c.command.append(argv->element[a]->str, argv->element[a]->len);
         }
         out.push_back(std::move(c));
     }

@@ -142,7 +142,7 @@ std::optional<std::uint64_t> version_of_etag(std::string_view tag) {
 }
 
 std::optional<std::uint64_t> json_number(std::string_view json, std::string_view name) {
-    const std::string key = "\"" + std::string(name) + "\"";
+    const std::string key = fmt::format("\"{}\"", name);
     for (auto at = json.find(key); at != std::string_view::npos; at = json.find(key, at + 1)) {
         auto i = at + key.size();
         while (i < json.size() && (json[i] == ' ' || json[i] == '\t')) ++i;

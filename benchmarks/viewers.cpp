@@ -318,7 +318,6 @@ ViewersResult run_viewers(const Options& o, testing::RedisServer* redis, Connect
                 try {
                     row = runs->run(mix);
                 } catch (const std::exception& e) {
-                    row = {};
                     row.not_run = e.what();
                 }
             } else {
