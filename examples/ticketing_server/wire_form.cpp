@@ -6,6 +6,7 @@
 #include <zlib.h>
 
 #include <stdexcept>
+#include <unordered_map>
 
 namespace ticketing {
 
@@ -129,11 +130,24 @@ std::string encode_changes(const Snapshot& snapshot, seatlock::EventVersion afte
     fmt::format_to(std::back_inserter(out), ",\"after\":{},\"version\":{},\"changes\":[", after,
                    snapshot.version);
     std::vector<bool> touched(snapshot.zones.size(), false);
+    // Each seat's last change: a seat held and released again in between is sent as free,
+    // once, and a busy sale's frames stay as small as the seats that differ.
+    std::unordered_map<std::string, std::size_t> last;
+    last.reserve(changes.size());
+    std::string key;
+    for (std::size_t i = 0; i < changes.size(); ++i) {
+        if (changes[i].seat.empty()) continue;
+        key.assign(changes[i].zone).append(1, '\0').append(changes[i].seat);
+        last.insert_or_assign(key, i);
+    }
     bool first = true;
-    for (const auto& change : changes) {
+    for (std::size_t i = 0; i < changes.size(); ++i) {
+        const auto& change = changes[i];
         const int zone = snapshot.zone_index(change.zone);
         if (zone >= 0) touched[static_cast<std::size_t>(zone)] = true;
         if (change.seat.empty()) continue;  // a general-admission count: in "zones" below
+        key.assign(change.zone).append(1, '\0').append(change.seat);
+        if (last.find(key)->second != i) continue;  // changed again later in this list
         if (!first) out += ',';
         first = false;
         fmt::format_to(std::back_inserter(out), "[{},", change.version);

@@ -318,8 +318,16 @@ TEST_CASE_TEMPLATE("the wire form decodes to the seats' states, and ?since= to t
     States applied = states_of_map(before.json());
     apply_changes(applied, since.json());
     CHECK(applied == expected);
+    const auto since_json = since.json();  // the loops read into it: not a temporary
+    // Each seat once, at its last change: A-1 held then paid, F-12 held then released.
+    std::map<std::string, int> mentions;
+    for (const auto& change : since_json.at("changes").as_array()) {
+        const auto& c = change.as_array();
+        ++mentions[std::string(c.at(1).as_string()) + "/" + std::string(c.at(2).as_string())];
+    }
+    CHECK(mentions["lower-1/A-1"] == 1);
+    CHECK(mentions["lower-2/F-12"] == 1);
     bool bleachers = false;
-    const auto since_json = since.json();  // the loop reads into it: not a temporary
     for (const auto& zone : since_json.at("zones").as_array())
         bleachers = bleachers || zone.as_array().at(0) == "bleachers-left";
     CHECK(bleachers);
