@@ -355,12 +355,15 @@ private:
 
 public:
     /// From the seat feed's reader: the event moved on. Only notes it; the frame is made
-    /// on this connection's strand, at most once per `coalesce`.
+    /// on this connection's strand, at most once per `coalesce`. While the viewer waits
+    /// for its next tick (coalescing) the note is all: the tick reads it, so a publish
+    /// costs such a viewer no hand-over to its strand (a busy sale publishes far more
+    /// often than a viewer gets frames).
     void wake() override {
         if (woken_.exchange(true)) return;
+        if (coalescing_.load()) return;
         asio::post(stream_.get_executor(), [self = shared_from_this()] {
-            self->woken_ = false;
-            self->dirty_ = true;
+            if (self->woken_.exchange(false)) self->dirty_ = true;
             self->compose();
         });
     }
@@ -432,7 +435,10 @@ private:
             // same moments, from the same version to the same, and share one frame.
             coalesce_timer_.expires_at(tick_after(last_frame_ + limits_.coalesce));
             coalesce_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+                // Before woken_ is read: a wake() that saw coalescing_ set left its note in
+                // woken_ for this, and one after this posts as usual.
                 self->coalescing_ = false;
+                if (self->woken_.exchange(false)) self->dirty_ = true;
                 if (!ec) self->compose();
             });
             return;
@@ -517,7 +523,7 @@ private:
     bool stopping_ = false;
     std::array<char, 16 * 1024> discard_{};
     std::size_t discarded_ = 0;
-    // Seat map streams (strand only, but woken_).
+    // Seat map streams (strand only, but woken_ and coalescing_, which wake() reads).
     asio::steady_timer coalesce_timer_;
     asio::steady_timer heartbeat_timer_;
     bool streaming_ = false;
@@ -526,7 +532,7 @@ private:
     seatlock::EventVersion sent_ = 0;
     bool has_sent_ = false;
     bool dirty_ = false;
-    bool coalescing_ = false;
+    std::atomic<bool> coalescing_{false};
     bool writing_busy_ = false;
     std::atomic<bool> woken_{false};
     std::string pending_;
