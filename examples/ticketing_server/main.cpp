@@ -173,6 +173,7 @@ int serve(const ServerOptions& options) {
     HttpLimits limits;
     limits.heartbeat = options.stream_heartbeat;
     limits.buffer_limit = options.stream_buffer;
+    limits.send_buffer = options.stream_send_buffer;
     HttpServer server(contexts, endpoint, api, metrics, limits);
     ExpiryDrain drain(ioc.get_executor(), ticketing, drain_period);
     std::vector<std::jthread> workers;

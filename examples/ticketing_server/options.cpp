@@ -74,6 +74,8 @@ usage: seatlock-ticketing [flags]
                           (default 15000)
   --stream-buffer BYTES   seat map streams: a viewer more than this many bytes behind is
                           cut off (default 262144)
+  --stream-send-buffer BYTES  seat map streams: each socket's kernel send buffer, which
+                          a stalled viewer fills before it falls behind (default 65536)
   --help                  this text
 
 Stops cleanly on SIGINT or SIGTERM: in-flight requests are answered first.
@@ -161,6 +163,14 @@ std::variant<ServerOptions, EarlyExit> parse_options(const std::vector<std::stri
              if (!n || *n < 1024 || *n > (std::int64_t{1} << 30))
                  return "expects bytes from 1024 to 1073741824";
              options.stream_buffer = static_cast<std::size_t>(*n);
+             return std::nullopt;
+         }},
+        {"--stream-send-buffer",
+         [&](std::string_view v) -> std::optional<std::string> {
+             const auto n = parse_integer(v);
+             if (!n || *n < 4096 || *n > (std::int64_t{1} << 24))
+                 return "expects bytes from 4096 to 16777216";
+             options.stream_send_buffer = static_cast<int>(*n);
              return std::nullopt;
          }},
     };

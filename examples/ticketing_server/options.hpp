@@ -36,6 +36,8 @@ struct ServerOptions {
     std::chrono::milliseconds stream_heartbeat{15000};
     /// Seat map streams: a viewer with more unsent bytes than this is cut off.
     std::size_t stream_buffer = 256 * 1024;
+    /// Seat map streams: each stream socket's kernel send buffer (SO_SNDBUF).
+    int stream_send_buffer = 64 * 1024;
 };
 
 /// What main() should do instead of serving: print `text` (to stdout when exit_code is
