@@ -262,7 +262,7 @@ public:
     static constexpr std::size_t default_changes_limit = 1000;
 
     /// The change feed: the changes of `event` after version `after`, in version order, at
-    /// most `limit` (1 to 100,000; a backend may answer fewer, RedisBackend at most 100 a
+    /// most `limit` (1 to 100,000; a backend may answer fewer, RedisBackend at most 50 a
     /// call, with ChangePage::more set) but never part of one step; applying them to seats() at
     /// `after` gives the state at ChangePage::version (seatlock::apply). While
     /// ChangePage::more, ask again with after = that version. invalid_argument when

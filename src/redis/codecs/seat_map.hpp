@@ -18,6 +18,9 @@
 #include "../codec.hpp"
 
 #include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstdint>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -31,10 +34,10 @@ namespace seatlock::redis_detail {
 namespace seat_map_codec {
 
 /// Seats per seats_page call: short calls on any venue (docs/redis.md, "The seat map").
-inline constexpr std::size_t page_seats = 100;
+inline constexpr std::size_t page_seats = 50;
 /// Changes per changes call at most, whatever limit changes() was given (a page with
 /// `more` set), and while a map is brought to one version: short calls on any log.
-inline constexpr std::size_t changes_per_call = 100;
+inline constexpr std::size_t changes_per_call = 50;
 /// How many times a read starts again after the log was trimmed under it.
 inline constexpr int read_attempts = 3;
 
@@ -198,6 +201,88 @@ inline Call<Piece> page_call(const Context& c, const std::string& event, const s
         }));
 }
 
+// The MessagePack of a slot-seat pair list (common_records.lua's pack_pairs, Lua's
+// cmsgpack): one value after the other, a slot (an unsigned integer, or its digits as a
+// string when it came from a Redis reply) then a seat id (a string). Calls `seat` with
+// each pair's seat id.
+template <typename Seat>
+void unpack_seats(std::string_view b, Seat&& seat) {
+    std::size_t i = 0;
+    const auto take = [&](std::size_t n) {
+        if (n > b.size() - i) throw BadReply("change log: cut short seats");
+        std::uint64_t x = 0;
+        for (std::size_t k = 0; k < n; ++k) x = x << 8 | static_cast<unsigned char>(b[i++]);
+        return x;
+    };
+    bool is_seat = false;
+    for (; i < b.size(); is_seat = !is_seat) {
+        const auto tag = static_cast<unsigned char>(b[i++]);
+        std::uint64_t length = 0;
+        if (tag <= 0x7f || (tag >= 0xcc && tag <= 0xcf)) {  // an unsigned integer
+            if (is_seat) throw BadReply("change log: a number for a seat id");
+            if (tag >= 0xcc) take(std::size_t{1} << (tag - 0xcc));
+            continue;
+        }
+        if (tag >= 0xa0 && tag <= 0xbf) length = tag & 0x1f;
+        else if (tag == 0xd9) length = take(1);
+        else if (tag == 0xda) length = take(2);
+        else if (tag == 0xdb) length = take(4);
+        else throw BadReply("change log: unexpected MessagePack tag");
+        if (length > b.size() - i) throw BadReply("change log: cut short string");
+        if (is_seat) seat(b.substr(i, length));
+        i += length;
+    }
+    if (is_seat) throw BadReply("change log: a slot without its seat");
+}
+
+// One group of a log entry (changes.lua): its head "<zone> <held> <paid> <state>
+// <expires>" and its seats; the zone's counts alone when it has none.
+inline void add_group(std::vector<SeatChange>& out, EventVersion version, const redisReply* head,
+                      const redisReply* seats,
+                      const std::unordered_map<std::string, std::int64_t>& capacities) {
+    if (!head || !seats || head->type != REDIS_REPLY_STRING || seats->type != REDIS_REPLY_STRING) {
+        throw BadReply("bad change log group");
+    }
+    const std::string_view text(head->str, head->len);
+    std::array<std::string_view, 5> word;
+    std::size_t at = 0;
+    for (auto& w : word) {
+        const auto end = std::min(text.find(' ', at), text.size());
+        if (at >= text.size() || end == at) throw BadReply("bad change log group head");
+        w = text.substr(at, end - at);
+        at = end + 1;
+    }
+    const auto number = [](std::string_view w) {
+        std::int64_t n = 0;
+        const auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), n);
+        if (ec != std::errc{} || p != w.data() + w.size() || n < 0) throw BadReply("bad change log number");
+        return n;
+    };
+    SeatChange ch;
+    ch.version = version;
+    ch.zone = std::string(word[0]);
+    const auto capacity = capacities.find(ch.zone);
+    if (capacity == capacities.end()) throw BadReply("change log: a zone without its capacity");
+    ch.held = number(word[1]);
+    ch.paid = number(word[2]);
+    ch.free = capacity->second - ch.held - ch.paid;
+    const auto state = number(word[3]);
+    if (state > 2) throw BadReply("bad seat state");
+    ch.state = static_cast<SeatState>(state);
+    if (ch.state == SeatState::held) ch.expires_at = wall(number(word[4]));
+    if (seats->len == 0) {
+        ch.state = SeatState::free;
+        ch.expires_at = {};
+        out.push_back(std::move(ch));
+        return;
+    }
+    unpack_seats({seats->str, seats->len}, [&](std::string_view seat) {
+        SeatChange c = ch;
+        c.seat = std::string(seat);
+        out.push_back(std::move(c));
+    });
+}
+
 inline Call<ChangePage> changes_call(const Context& c, const op::changes& o) {
     using A = redis_scripts::args::changes;
     auto args = arguments<A>();
@@ -215,23 +300,23 @@ inline Call<ChangePage> changes_call(const Context& c, const op::changes& o) {
             if (v < 0) throw BadReply("a negative version");
             page.version = static_cast<EventVersion>(v);
             page.more = r.integer(2) == 1;
-            const Reader list = r.array(3);
-            if (list.size() % 8 != 0) throw BadReply("changes are not groups of 8");
-            page.changes.reserve(list.size() / 8);
-            for (std::size_t i = 0; i < list.size(); i += 8) {
-                SeatChange ch;
-                const auto cv = list.integer(i);
-                const auto state = list.integer(i + 3);
-                if (cv < 1 || state < 0 || state > 2) throw BadReply("bad change");
-                ch.version = static_cast<EventVersion>(cv);
-                ch.zone = list.text(i + 1);
-                ch.seat = list.text(i + 2);
-                ch.state = static_cast<SeatState>(state);
-                if (ch.state == SeatState::held) ch.expires_at = wall(list.integer(i + 4));
-                ch.free = list.integer(i + 5);
-                ch.held = list.integer(i + 6);
-                ch.paid = list.integer(i + 7);
-                page.changes.push_back(std::move(ch));
+            const Reader zones = r.array(3);
+            if (zones.size() % 2 != 0) throw BadReply("zone capacities are not pairs");
+            std::unordered_map<std::string, std::int64_t> capacities;
+            for (std::size_t i = 0; i < zones.size(); i += 2) capacities.emplace(zones.text(i), zones.integer(i + 1));
+            const Reader entries = r.array(4);
+            std::size_t i = 0;
+            while (i < entries.size()) {
+                const auto ev = entries.integer(i);
+                const auto groups = entries.integer(i + 1);
+                if (ev < 1 || groups < 1 || i + 2 + 2 * static_cast<std::size_t>(groups) > entries.size()) {
+                    throw BadReply("bad change log entry");
+                }
+                i += 2;
+                for (std::int64_t g = 0; g < groups; ++g, i += 2) {
+                    add_group(page.changes, static_cast<EventVersion>(ev), entries.at(i), entries.at(i + 1),
+                              capacities);
+                }
             }
             return page;
         }));

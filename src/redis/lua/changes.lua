@@ -4,11 +4,13 @@
 -- alone).
 -- KEYS: the event keys
 --! ARGV prefix event after limit log_limit
--- Returns {1, version, more, {version, zone, seat, state, expires, free, held, paid, ...}}:
--- applying the changes to the state at `after` gives the state at `version`; more is 1
--- when later changes exist. Or a refusal: unknown_event (also while hidden),
--- invalid_argument for `after` above the event's version, changes_trimmed when the log no
--- longer holds every change after it. The log holds the changes of its last log_limit
+-- Returns {1, version, more, {zone, capacity, ...}, {entry version, groups, {head, seats}
+-- per group, ...}}: the log's entries after `after` as stored (a group's head "<zone>
+-- <held> <paid> <state> <expires>", its seats the MessagePack of slot-seat pairs, empty for
+-- the zone's counts alone) with the capacity of each zone they name; applying them to the
+-- state at `after` gives the state at `version`; more is 1 when later changes exist. Or a
+-- refusal: unknown_event (also while hidden), invalid_argument for `after` above the
+-- event's version, changes_trimmed when the log no longer holds every change after it. The log holds the changes of its last log_limit
 -- entries: XADD trims it approximately (common_records.lua), so entries older than those
 -- may still be stored, and are not answered; it holds those after the version just before
 -- its oldest stored entry once it was ever trimmed, and none from before a recovery (field
@@ -64,52 +66,45 @@ if after < floor then
     ' keeps the changes after version ' .. digits(floor) .. ', not after ' .. digits(after), {event})
 end
 
--- The zones' capacities (free = capacity - held - paid), read once per call.
-local out, count, more, last, capacities = {}, 0, 0, version, {}
+-- The entries as stored, each whole: the caller decodes them (codecs/seat_map.hpp).
+local out, capacities, count, more, last = {}, {}, 0, 0, version
 local from = '(' .. digits(after) .. '-0'
 while more == 0 do
   local entries = call('XRANGE', K.log, from, '+', 'COUNT', 100)
   for _, entry in ipairs(entries) do
-    -- The entry (common_records.lua): groups of a zone's counts and seats in one state;
-    -- one change per seat, or the zone's (no seats).
-    local fields, changes = entry[2], {}
-    for g = 2, #fields, 4 do
-      local zone, held, paid, state, expires = match(fields[g], '^(%S+) (%d+) (%d+) (%d) (%d+)$')
-      local capacity = capacities[zone]
-      if not capacity then
-        local _, zone_capacity = zone_of(call('HGET', K.event, 'z:' .. zone))
-        capacity = zone_capacity
-        capacities[zone] = capacity
-      end
-      held, paid, state, expires = held + 0, paid + 0, state + 0, expires + 0
-      local free, blob, k = capacity - held - paid, fields[g + 2], #changes
-      if blob == '' then
-        changes[k + 1], changes[k + 2], changes[k + 3], changes[k + 4] = zone, '', 0, 0
-        changes[k + 5], changes[k + 6], changes[k + 7] = free, held, paid
-      else
-        local pairs = unpack_pairs(blob)
-        for i = 2, #pairs, 2 do
-          changes[k + 1], changes[k + 2], changes[k + 3], changes[k + 4] = zone, pairs[i], state, expires
-          changes[k + 5], changes[k + 6], changes[k + 7] = free, held, paid
-          k = k + 7
-        end
-      end
+    -- The entry (common_records.lua, write_log): groups of a zone's counts and seats in
+    -- one state; one change per seat, or the zone's (no seats).
+    local fields, n = entry[2], 0
+    for g = 4, #fields, 4 do
+      local blob = fields[g]
+      n = n + (blob == '' and 1 or #unpack_pairs(blob) / 2)
     end
-    local n = #changes / 7
     if count > 0 and count + n > limit then
       more = 1
       break
     end
+    count = count + n
     local v = tonumber(match(entry[1], '^%d+'))
-    for i = 1, #changes, 7 do
-      local k = #out
-      out[k + 1], out[k + 2], out[k + 3], out[k + 4] = v, changes[i], changes[i + 1], changes[i + 2]
-      out[k + 5], out[k + 6], out[k + 7], out[k + 8] = changes[i + 3], changes[i + 4], changes[i + 5], changes[i + 6]
+    out[#out + 1] = v
+    out[#out + 1] = #fields / 4
+    for g = 2, #fields, 4 do
+      local zone = match(fields[g], '^%S+')
+      if not capacities[zone] then
+        local _, capacity = zone_of(call('HGET', K.event, 'z:' .. zone))
+        capacities[zone] = capacity
+      end
+      out[#out + 1] = fields[g]
+      out[#out + 1] = fields[g + 2]
     end
-    count, last = count + n, v
+    last = v
     from = '(' .. entry[1]
   end
   if #entries < 100 then break end
 end
 if more == 0 then last = version end
-return {1, last, more, out}
+local zones = {}
+for zone, capacity in pairs(capacities) do
+  zones[#zones + 1] = zone
+  zones[#zones + 1] = capacity
+end
+return {1, last, more, zones, out}
