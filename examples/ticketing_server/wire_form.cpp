@@ -3,8 +3,12 @@
 #include "wire_form.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <chrono>
+#include <map>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -123,55 +127,94 @@ std::string encode_map(const Snapshot& snapshot, int only) {
 
 std::string encode_changes(const Snapshot& snapshot, seatlock::EventVersion after,
                            const std::vector<seatlock::SeatChange>& changes) {
+    // Each seat's last change, by zone and position: a seat held and released again in
+    // between is sent once, free, and a busy sale's frames stay as small as the seats
+    // that differ.
+    std::vector<bool> touched(snapshot.zones.size(), false);
+    std::unordered_map<std::uint64_t, const seatlock::SeatChange*> last;
+    last.reserve(changes.size());
+    int zone = -1;
+    std::string_view zone_name;
+    for (const auto& change : changes) {
+        if (zone < 0 || change.zone != zone_name) {  // a step's changes share their zone
+            zone = snapshot.zone_index(change.zone);
+            zone_name = change.zone;
+        }
+        if (zone < 0) continue;
+        const auto z = static_cast<std::size_t>(zone);
+        touched[z] = true;
+        if (change.seat.empty() || !snapshot.layouts[z]) continue;  // general admission: counts
+        const auto found = snapshot.layouts[z]->index.find(change.seat);
+        if (found == snapshot.layouts[z]->index.end()) continue;
+        last.insert_or_assign(std::uint64_t{z} << 32 | found->second, &change);
+    }
+    std::vector<std::uint64_t> seats;
+    seats.reserve(last.size());
+    std::int64_t base = 0;
+    for (const auto& [key, change] : last) {
+        seats.push_back(key);
+        if (change->state == seatlock::SeatState::held) {
+            const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                change->expires_at.time_since_epoch())
+                                .count();
+            if (base == 0 || ms < base) base = ms;
+        }
+    }
+    std::sort(seats.begin(), seats.end());
+
     std::string out;
-    out.reserve(96 + changes.size() * 40);
+    out.reserve(128 + seats.size() * 6 + touched.size() * 24);
     out += "{\"event\":";
     append_json_string(out, snapshot.event);
-    fmt::format_to(std::back_inserter(out), ",\"after\":{},\"version\":{},\"changes\":[", after,
-                   snapshot.version);
-    std::vector<bool> touched(snapshot.zones.size(), false);
-    // Each seat's last change: a seat held and released again in between is sent as free,
-    // once, and a busy sale's frames stay as small as the seats that differ.
-    std::unordered_map<std::string, std::size_t> last;
-    last.reserve(changes.size());
-    std::string key;
-    for (std::size_t i = 0; i < changes.size(); ++i) {
-        if (changes[i].seat.empty()) continue;
-        key.assign(changes[i].zone).append(1, '\0').append(changes[i].seat);
-        last.insert_or_assign(key, i);
-    }
-    bool first = true;
-    for (std::size_t i = 0; i < changes.size(); ++i) {
-        const auto& change = changes[i];
-        const int zone = snapshot.zone_index(change.zone);
-        if (zone >= 0) touched[static_cast<std::size_t>(zone)] = true;
-        if (change.seat.empty()) continue;  // a general-admission count: in "zones" below
-        key.assign(change.zone).append(1, '\0').append(change.seat);
-        if (last.find(key)->second != i) continue;  // changed again later in this list
-        if (!first) out += ',';
-        first = false;
-        fmt::format_to(std::back_inserter(out), "[{},", change.version);
-        append_json_string(out, change.zone);
-        out += ',';
-        append_json_string(out, change.seat);
-        const std::int64_t expires =
-            change.state == seatlock::SeatState::held
-                ? std::chrono::duration_cast<std::chrono::milliseconds>(
-                      change.expires_at.time_since_epoch())
-                      .count()
-                : 0;
-        fmt::format_to(std::back_inserter(out), ",\"{}\",{}]", state_char(change.state), expires);
+    fmt::format_to(std::back_inserter(out), ",\"after\":{},\"version\":{},\"base\":{},\"changes\":[",
+                   after, snapshot.version, base);
+    // Per zone: [zone, [free positions], [paid positions], [[expires_at - base, held
+    // positions...], ...]].
+    std::vector<std::uint32_t> free, paid;
+    std::map<std::int64_t, std::vector<std::uint32_t>> held;
+    const auto flush_zone = [&](std::size_t z) {
+        if (out.back() != '[') out += ',';
+        out += '[';
+        append_json_string(out, snapshot.zones[z]->zone);
+        fmt::format_to(std::back_inserter(out), ",[{}],[{}],[", fmt::join(free, ","), fmt::join(paid, ","));
+        bool first = true;
+        for (const auto& [offset, positions] : held) {
+            fmt::format_to(std::back_inserter(out), "{}[{},{}]", first ? "" : ",", offset,
+                           fmt::join(positions, ","));
+            first = false;
+        }
+        out += "]]";
+        free.clear();
+        paid.clear();
+        held.clear();
+    };
+    for (std::size_t i = 0; i < seats.size(); ++i) {
+        const auto z = static_cast<std::size_t>(seats[i] >> 32);
+        const auto position = static_cast<std::uint32_t>(seats[i]);
+        const auto& change = *last.at(seats[i]);
+        switch (change.state) {
+            case seatlock::SeatState::free: free.push_back(position); break;
+            case seatlock::SeatState::paid: paid.push_back(position); break;
+            case seatlock::SeatState::held:
+                held[std::chrono::duration_cast<std::chrono::milliseconds>(
+                         change.expires_at.time_since_epoch())
+                         .count() -
+                     base]
+                    .push_back(position);
+                break;
+        }
+        if (i + 1 == seats.size() || (seats[i + 1] >> 32) != z) flush_zone(z);
     }
     out += "],\"zones\":[";
-    first = true;
+    bool first = true;
     for (std::size_t i = 0; i < touched.size(); ++i) {
         if (!touched[i]) continue;
         if (!first) out += ',';
         first = false;
-        const ZoneView& zone = *snapshot.zones[i];
+        const ZoneView& view = *snapshot.zones[i];
         out += '[';
-        append_json_string(out, zone.zone);
-        fmt::format_to(std::back_inserter(out), ",{},{},{}]", zone.free, zone.held, zone.paid);
+        append_json_string(out, view.zone);
+        fmt::format_to(std::back_inserter(out), ",{},{},{}]", view.free, view.held, view.paid);
     }
     out += "]}";
     return out;

@@ -30,9 +30,11 @@ ZoneLayout make_layout(const std::vector<seatlock::SeatStatus>& seats);
 /// position) when `only` >= 0.
 std::string encode_map(const Snapshot& snapshot, int only = -1);
 
-/// The changes after `after` up to `snapshot`'s version in the wire form, each seat once,
-/// at its last change (a viewer needs the state at that version, not every step to it);
-/// the counts of every zone they touch are read from `snapshot`.
+/// The changes after `after` up to `snapshot`'s version in the wire form: each seat once,
+/// at its last change (a viewer needs the state at that version, not every step to it),
+/// named by its position in its zone and grouped by zone and state; held seats grouped by
+/// expiry, given from the frame's `base`. The counts of every zone they touch are read
+/// from `snapshot`.
 std::string encode_changes(const Snapshot& snapshot, seatlock::EventVersion after,
                            const std::vector<seatlock::SeatChange>& changes);
 

@@ -207,14 +207,10 @@ States states_of_map(const boost::json::value& map) {
     return out;
 }
 
-// `states` with the changes of a ?since= answer or a "changes" frame applied.
-void apply_changes(States& states, const boost::json::value& changes) {
-    for (const auto& change : changes.at("changes").as_array()) {
-        const auto& c = change.as_array();
-        const std::string code(c.at(3).as_string());
-        states[std::string(c.at(1).as_string())][std::string(c.at(2).as_string())] =
-            code == "f" ? "free" : code == "h" ? "held" : "paid";
-    }
+// `states` with the changes of a ?since= answer or a "changes" frame applied; `map` names
+// the zones' seats.
+void apply_changes(States& states, const boost::json::value& map, const boost::json::value& changes) {
+    for (const auto& change : wire_changes(map, changes)) states[change.zone][change.seat] = change.state;
 }
 
 std::uint64_t version_of(const HttpReply& reply) {
@@ -316,15 +312,23 @@ TEST_CASE_TEMPLATE("the wire form decodes to the seats' states, and ?since= to t
     CHECK(since.json().at("after").to_number<std::uint64_t>() == v0);
     CHECK(version_of(since) == version_of(now));
     States applied = states_of_map(before.json());
-    apply_changes(applied, since.json());
+    apply_changes(applied, before.json(), since.json());
     CHECK(applied == expected);
     const auto since_json = since.json();  // the loops read into it: not a temporary
     // Each seat once, at its last change: A-1 held then paid, F-12 held then released.
     std::map<std::string, int> mentions;
-    for (const auto& change : since_json.at("changes").as_array()) {
-        const auto& c = change.as_array();
-        ++mentions[std::string(c.at(1).as_string()) + "/" + std::string(c.at(2).as_string())];
+    for (const auto& change : wire_changes(before.json(), since_json)) {
+        ++mentions[change.zone + "/" + change.seat];
+        // A held seat's expiry is its hold's, as the map gives it.
+        if (change.zone == "upper-1" && change.seat == "H-16") {
+            CHECK(change.state == "held");
+            for (const auto& zone : map.at("zones").as_array()) {
+                if (zone.at("zone") == "upper-1")
+                    CHECK(change.expires_at == zone.at("holds").as_array().at(0).as_array().at(1).to_number<std::int64_t>());
+            }
+        }
     }
+    CHECK(mentions["upper-1/H-16"] == 1);
     CHECK(mentions["lower-1/A-1"] == 1);
     CHECK(mentions["lower-2/F-12"] == 1);
     bool bleachers = false;
@@ -426,7 +430,8 @@ TEST_CASE_TEMPLATE("the stream starts with the map, sends each change, and resum
     const auto first = viewer.next_frame();
     REQUIRE(first);
     CHECK(first->event == "snapshot");
-    States states = states_of_map(boost::json::parse(first->data));
+    const auto layout = boost::json::parse(first->data);
+    States states = states_of_map(layout);
     CHECK(first->id == std::to_string(boost::json::parse(first->data).at("version").to_number<std::uint64_t>()));
     CHECK(metric(client, "seatlock_ticketing_stream_viewers") == 1);
 
@@ -437,7 +442,7 @@ TEST_CASE_TEMPLATE("the stream starts with the map, sends each change, and resum
         if (!frame) return false;
         CHECK(frame->event == "changes");
         last_id = frame->id;
-        apply_changes(states, boost::json::parse(frame->data));
+        apply_changes(states, layout, boost::json::parse(frame->data));
         return states["lower-2"]["B-8"] == "held";
     }));
     CHECK(states["lower-2"]["B-7"] == "held");
@@ -450,7 +455,7 @@ TEST_CASE_TEMPLATE("the stream starts with the map, sends each change, and resum
     CHECK(resumed->event == "changes");
     const auto changes = boost::json::parse(resumed->data);
     CHECK(std::to_string(changes.at("after").to_number<std::uint64_t>()) == last_id);
-    apply_changes(states, changes);
+    apply_changes(states, layout, changes);
     CHECK(states["lower-2"]["C-1"] == "held");
     CHECK(states_of_map(client.get(seats_url).json()) == states);
 }

@@ -146,21 +146,34 @@ function statesOf(zone) {
   return zone.states;
 }
 
-// The changes after the map's version ([version, zone, seat, state, expires_at ms]) and
-// the counts of the zones they touched ([zone, free, held, paid]). Each change sets a
-// seat's state, so changes after any version up to the map's apply as well; those the map
-// has already are skipped. False when they start after the map's version.
+// The changes after the map's version, by zone: [zone, [free positions], [paid
+// positions], [[expires_at - base, held positions...], ...]] (positions in the zone's
+// states), and the counts of the zones they touched ([zone, free, held, paid]). Each
+// change sets a seat's state, so changes after any version up to the map's apply as
+// well; those the map has already are skipped. False when they start after the map's
+// version.
 function applyChanges(body) {
   if (!state.map || body.after > state.map.version) return false;
   if (body.version <= state.map.version) return true;
   const byName = state.map.byName;
-  for (const [, zoneName, seat, code, ms] of body.changes) {
+  for (const [zoneName, free, paid, held] of body.changes) {
     const zone = byName.get(zoneName);
     if (!zone || zone.kind !== "named") continue;
-    const position = layoutOf(zone).at.get(seat);
-    if (position === undefined) continue;
-    statesOf(zone)[position] = code;
-    if (code === "h") zone.expires.set(position, ms); else zone.expires.delete(position);
+    const states = statesOf(zone);
+    const set = (position, code) => {
+      if (position >= states.length) return;
+      states[position] = code;
+      zone.expires.delete(position);
+    };
+    for (const position of free) set(position, "f");
+    for (const position of paid) set(position, "p");
+    for (const [offset, ...positions] of held) {
+      for (const position of positions) {
+        if (position >= states.length) continue;
+        states[position] = "h";
+        zone.expires.set(position, body.base + offset);
+      }
+    }
   }
   for (const [zoneName, free, held, paid] of body.zones) {
     const zone = byName.get(zoneName);
