@@ -428,23 +428,15 @@ private:
     void compose() {
         if (!streaming_ || ended_ || !dirty_) return;
         const auto now = std::chrono::steady_clock::now();
-        if (now - last_frame_ < limits_.coalesce) {
-            if (coalescing_) return;
-            coalescing_ = true;
-            // On the process-wide tick after the pause: viewers that keep up compose at the
-            // same moments, from the same version to the same, and share one frame.
-            coalesce_timer_.expires_at(tick_after(last_frame_ + limits_.coalesce));
-            coalesce_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-                // Before woken_ is read: a wake() that saw coalescing_ set left its note in
-                // woken_ for this, and one after this posts as usual.
-                self->coalescing_ = false;
-                if (self->woken_.exchange(false)) self->dirty_ = true;
-                if (!ec) self->compose();
-            });
-            return;
-        }
+        if (now - last_frame_ < limits_.coalesce) return wait_until(tick_after(last_frame_ + limits_.coalesce));
         dirty_ = false;
-        const auto frame = api_.feed().frame_after(stream_event_, sent_);
+        const auto frame = api_.feed().frame_after(stream_event_, sent_, tick_of(now));
+        if (frame.behind) {
+            // The tick's frame leads to an older snapshot than the latest: the rest on the
+            // next tick.
+            dirty_ = true;
+            if (!frame.text) return wait_until(tick_after(now + std::chrono::steady_clock::duration(1)));
+        }
         if (!frame.text) return;
         pending_ += *frame.text;
         metrics_.stream_frame();
@@ -458,6 +450,31 @@ private:
             return end_stream();
         }
         flush();
+        if (dirty_) wait_until(tick_after(last_frame_ + limits_.coalesce));
+    }
+
+    // Composes again at `tick`, a process-wide tick (tick_after): viewers that keep up
+    // compose at the same moments, from the same version to the same (frame_after), and
+    // share one frame.
+    void wait_until(std::chrono::steady_clock::time_point tick) {
+        if (coalescing_) return;
+        coalescing_ = true;
+        coalesce_timer_.expires_at(tick);
+        coalesce_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+            // Before woken_ is read: a wake() that saw coalescing_ set left its note in
+            // woken_ for this, and one after this posts as usual.
+            self->coalescing_ = false;
+            if (self->woken_.exchange(false)) self->dirty_ = true;
+            if (!ec) self->compose();
+        });
+    }
+
+    // The number of the coalescing period `t` is in (frame_after's tick).
+    std::int64_t tick_of(std::chrono::steady_clock::time_point t) const {
+        const auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            limits_.coalesce);
+        const auto since_epoch = t.time_since_epoch();
+        return period.count() <= 0 ? since_epoch.count() : since_epoch / period;
     }
 
     // The first multiple of `coalesce` (on the steady clock) at or after `t`.

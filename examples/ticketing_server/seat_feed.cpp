@@ -2,6 +2,7 @@
 #include "seat_feed.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -50,7 +51,10 @@ struct SeatFeed::EventFeed {
     std::deque<SeatChange> changes;
     EventVersion base = 0;
     std::vector<std::weak_ptr<FeedListener>> listeners;
-    // Stream frames to the snapshot's version, by the version they start from.
+    // The stream's tick (frame_after), its snapshot, and its frames to that snapshot's
+    // version, by the version they start from.
+    mutable std::int64_t tick = std::numeric_limits<std::int64_t>::min();
+    mutable std::shared_ptr<const Snapshot> tick_snapshot;
     mutable std::map<EventVersion, std::shared_ptr<const std::string>> frames;
     bool failing = false;  // reader only: the last read failed (logged once)
     std::uint64_t repairs_seen = 0;  // reader only: Ticketing::repairs() at the last whole read
@@ -151,13 +155,19 @@ ChangesSince SeatFeed::since(std::string_view event, EventVersion after) const {
     return out;
 }
 
-StreamFrame SeatFeed::frame_after(std::string_view event, EventVersion after) const {
+StreamFrame SeatFeed::frame_after(std::string_view event, EventVersion after, std::int64_t tick) const {
     const EventFeed* feed = find(event);
     if (!feed) return {};
     std::unique_lock lock(feed->mutex);
-    const auto snapshot = feed->snapshot;
-    if (!snapshot || snapshot->version == after) return {};
-    StreamFrame out{nullptr, snapshot->version};
+    if (tick != feed->tick || !feed->tick_snapshot) {
+        feed->tick = tick;
+        feed->tick_snapshot = feed->snapshot;
+        feed->frames.clear();
+    }
+    const auto snapshot = feed->tick_snapshot;
+    if (!snapshot) return {};
+    StreamFrame out{nullptr, snapshot->version, feed->snapshot->version != snapshot->version};
+    if (snapshot->version == after) return out;
     if (const auto kept = feed->frames.find(after); kept != feed->frames.end()) {
         out.text = kept->second;
         return out;
@@ -166,10 +176,10 @@ StreamFrame SeatFeed::frame_after(std::string_view event, EventVersion after) co
     if (after == snapshot->changes_from && !snapshot->changes_frame.empty()) {
         text = snapshot->changes_frame;
     } else if (after >= feed->base && after < snapshot->version) {
-        const auto first =
-            std::upper_bound(feed->changes.begin(), feed->changes.end(), after,
-                             [](EventVersion v, const SeatChange& c) { return v < c.version; });
-        const std::vector<SeatChange> changes(first, feed->changes.end());
+        const auto by_version = [](EventVersion v, const SeatChange& c) { return v < c.version; };
+        const auto first = std::upper_bound(feed->changes.begin(), feed->changes.end(), after, by_version);
+        const auto end = std::upper_bound(first, feed->changes.end(), snapshot->version, by_version);
+        const std::vector<SeatChange> changes(first, end);
         lock.unlock();
         text = sse_frame(snapshot->version, "changes", encode_changes(*snapshot, after, changes));
         lock.lock();
@@ -179,8 +189,9 @@ StreamFrame SeatFeed::frame_after(std::string_view event, EventVersion after) co
         lock.lock();
     }
     out.text = std::make_shared<const std::string>(std::move(text));
-    // Kept while the snapshot is the latest (publish() clears them), for a bounded few.
-    if (feed->snapshot == snapshot && feed->frames.size() < 64) feed->frames.emplace(after, out.text);
+    // Kept for the rest of the tick, for a bounded few starting versions.
+    if (feed->tick == tick && feed->tick_snapshot == snapshot && feed->frames.size() < 64)
+        feed->frames.emplace(after, out.text);
     return out;
 }
 
@@ -296,7 +307,6 @@ void SeatFeed::publish(EventFeed& feed, std::shared_ptr<const Snapshot> next,
             }
         }
         feed.snapshot = std::move(next);
-        feed.frames.clear();
         auto& list = feed.listeners;
         list.erase(std::remove_if(list.begin(), list.end(),
                                   [](const std::weak_ptr<FeedListener>& l) { return l.expired(); }),

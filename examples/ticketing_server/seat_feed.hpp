@@ -118,6 +118,8 @@ struct ChangesSince {
 struct StreamFrame {
     std::shared_ptr<const std::string> text;
     seatlock::EventVersion version = 0;
+    /// A later snapshot exists than the frame leads to: ask again on the next tick.
+    bool behind = false;
 };
 
 /// The process's snapshots and their reader; thread-safe.
@@ -149,10 +151,14 @@ public:
     /// The changes of `event` after version `after`, from memory.
     [[nodiscard]] ChangesSince since(std::string_view event, seatlock::EventVersion after) const;
 
-    /// The stream frame from version `after` to the latest snapshot: its changes when
-    /// they are kept, the whole map otherwise. Frames are kept for the latest snapshot,
-    /// so viewers at the same version share one.
-    [[nodiscard]] StreamFrame frame_after(std::string_view event, seatlock::EventVersion after) const;
+    /// The stream frame from version `after` to the snapshot of tick `tick`: its changes
+    /// when they are kept, the whole map otherwise. The first call of a tick (a number
+    /// that only grows: the stream's coalescing period on the steady clock) fixes that
+    /// tick's snapshot, the latest then; every viewer composing in the same tick is
+    /// brought to it, so viewers that keep up stay at one version and share one frame per
+    /// tick however often the snapshot moves on. Frames are kept for the tick.
+    [[nodiscard]] StreamFrame frame_after(std::string_view event, seatlock::EventVersion after,
+                                          std::int64_t tick) const;
 
     /// A write of this process (hold, release, ...) was answered: the reader asks soon.
     void note_write();
