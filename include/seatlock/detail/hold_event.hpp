@@ -41,33 +41,38 @@ struct HoldEvent : EventState {
         return version;
     }
 
-    // One SeatChange per slot touched (a GA zone: one per zone), with the state after the
+    // One change per slot touched (a GA zone: one per zone), with the state after the
     // step; the oldest steps leave the log past log_limit.
     void log_step() {
-        LoggedStep step{version, {}};
-        std::vector<std::pair<Zone*, std::size_t>> seen;
-        for (const auto& [zone, slot] : touched) {
-            const std::pair<Zone*, std::size_t> key{zone, slot};
-            if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
-            seen.push_back(key);
-            SeatChange c;
+        // A slot touched twice in one step is logged once. Steps touch few slots: a look
+        // back is cheaper than a sort, until they are many.
+        const bool few = touched.size() <= 16;
+        if (!few) {
+            std::sort(touched.begin(), touched.end());
+            touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+        }
+        for (auto t = touched.begin(); t != touched.end(); ++t) {
+            if (few && std::find(touched.begin(), t, *t) != t) continue;
+            const auto [zone, slot] = *t;
+            LoggedChange& c = log.emplace_back();
             c.version = version;
-            c.zone = zone->spec->id;
+            c.zone = zone;
+            c.slot = slot;
             c.free = static_cast<std::int64_t>(zone->free.size());
             c.held = zone->held;
             c.paid = zone->paid;
             if (slot != FreeSlots::npos) {
                 const Slot& s = zone->slots[slot];
-                c.seat = zone->spec->seats[slot].id;
                 c.state = s.state;
                 if (s.state == SeatState::held) c.expires_at = wall(holds.at(*s.owner).expires_ms);
             }
-            step.changes.push_back(std::move(c));
         }
         touched.clear();
-        log.push_back(std::move(step));
-        while (log.size() > std::max<std::size_t>(log_limit, 1)) {
-            log.pop_front();
+        ++log_steps;
+        while (log_steps > std::max<std::size_t>(log_limit, 1)) {
+            const EventVersion oldest = log.front().version;
+            while (!log.empty() && log.front().version == oldest) log.pop_front();
+            --log_steps;
             log_trimmed = true;
         }
     }
@@ -76,6 +81,7 @@ struct HoldEvent : EventState {
     // so the log starts afresh at the new version (older readers get changes_trimmed).
     void restart_log() {
         log.clear();
+        log_steps = 0;
         log_trimmed = false;
         log_restart = version;
     }
@@ -94,14 +100,30 @@ struct HoldEvent : EventState {
         }
         ChangePage page{version, {}, false};
         auto it = std::upper_bound(log.begin(), log.end(), after,
-                                   [](EventVersion v, const LoggedStep& st) { return v < st.version; });
-        for (; it != log.end(); ++it) {
-            if (!page.changes.empty() && page.changes.size() + it->changes.size() > limit) {
+                                   [](EventVersion v, const LoggedChange& c) { return v < c.version; });
+        while (it != log.end()) {
+            // One step: the changes of its version.
+            auto end = it;
+            while (end != log.end() && end->version == it->version) ++end;
+            const auto n = static_cast<std::size_t>(end - it);
+            if (!page.changes.empty() && page.changes.size() + n > limit) {
                 page.more = true;
                 page.version = page.changes.back().version;
                 break;
             }
-            page.changes.insert(page.changes.end(), it->changes.begin(), it->changes.end());
+            for (; it != end; ++it) {
+                SeatChange& c = page.changes.emplace_back();
+                c.version = it->version;
+                c.zone = it->zone->spec->id;
+                if (it->slot != FreeSlots::npos) {
+                    c.seat = it->zone->spec->seats[it->slot].id;
+                    c.state = it->state;
+                    c.expires_at = it->expires_at;
+                }
+                c.free = it->free;
+                c.held = it->held;
+                c.paid = it->paid;
+            }
         }
         return page;
     }

@@ -159,12 +159,19 @@ using Holds = std::unordered_map<std::string, HoldRecord>;
     EventVersion version = 0;         // raised by every step that changes the event
 
     // The change log: the changes of the last `log_limit` steps that changed a seat or a
-    // count, oldest first. Every change after `log_floor()` is in it.
-    struct LoggedStep {
+    // count, oldest first, in version order (a step's changes share its version). Every
+    // change after `log_floor()` is in it. A change names its zone and slot, not their
+    // ids: changes_after makes the SeatChange a reader gets.
+    struct LoggedChange {
         EventVersion version = 0;
-        std::vector<SeatChange> changes;
+        const Zone* zone = nullptr;
+        std::size_t slot = 0;  // FreeSlots::npos: a general-admission zone's counts
+        SeatState state = SeatState::free;
+        WallTime expires_at{};
+        std::int64_t free = 0, held = 0, paid = 0;
     };
-    std::deque<LoggedStep> log;
+    std::deque<LoggedChange> log;
+    std::size_t log_steps = 0;  // the steps in `log`
     std::size_t log_limit = default_change_log_limit;
     bool log_trimmed = false;       // a step has left the log
     EventVersion log_restart = 0;   // end_recovery of a hidden event starts the log afresh here
