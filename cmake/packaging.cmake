@@ -22,6 +22,15 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION libs)
 set(CPACK_PACKAGE_DIRECTORY ${PROJECT_BINARY_DIR}/packages)
 
+# Only components with files: a static build has no runtime package.
+set(CPACK_COMPONENTS_ALL dev)
+if(SEATLOCK_WITH_REDIS AND BUILD_SHARED_LIBS)
+  list(APPEND CPACK_COMPONENTS_ALL runtime)
+endif()
+if(TARGET seatlock-ticketing)
+  list(APPEND CPACK_COMPONENTS_ALL ticketing)
+endif()
+
 set(seatlock_runtime_package libseatlock-redis${PROJECT_VERSION_MAJOR})
 set(seatlock_version_dependency "(= ${PROJECT_VERSION})")
 set(seatlock_cxx_runtime "libc6 (>= 2.36), libstdc++6 (>= 12), libgcc-s1")
