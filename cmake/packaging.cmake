@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Debian packages with CPack (`cpack -G DEB` in a build directory), one per install
 # component that has files:
 #   libseatlock-redis<major>  runtime:   libseatlock_redis.so.<major> (BUILD_SHARED_LIBS=ON)

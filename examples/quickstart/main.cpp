@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Locks three seats of one game at once, all or nothing, then writes "the order" with the
 // lock's fencing token, as a real service would pass it to its database. In memory; with a
 // Redis URL argument (redis://host:port, unix:///path/to/redis.sock), the same on Redis,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/seatlock.hpp: the whole header-only API in one include: errors and results,
 // the backend concepts, LockManager and SeatHoldStore, the memory and fake backends and
 // AnyBackend, and the version macros (<seatlock/version.hpp>). The Redis backend is in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Helpers of the package tests' cmake -P scripts.
 
 # step(COMMAND...): runs it; stops the test, with its output, when it fails. The output is

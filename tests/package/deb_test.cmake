@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # cmake -P script: the Debian packages of a shared-library build, used as a consumer would.
 #   1. configure this source with BUILD_SHARED_LIBS=ON and CMAKE_INSTALL_PREFIX=/usr, and
 #      build only the library (no tests, examples or benchmarks), unoptimised;

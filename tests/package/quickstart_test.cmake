@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # cmake -P script: install this build -> build examples/quickstart against the installed
 # tree with find_package(seatlock), and with pkg-config -> run both.
 cmake_minimum_required(VERSION 3.25)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # cmake -P script: seatlock configured without its Redis backend (SEATLOCK_WITH_REDIS=OFF,
 # nothing to compile) and installed into a temporary prefix:
 #   - the Redis header is not installed, and seatlock.pc links no library;
