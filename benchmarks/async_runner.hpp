@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/async_runner.hpp: runs N operations in flight from ONE thread through
 // seatlock's asynchronous API and measures them as harness.hpp measures the blocking
 // callers: operations per second, latency of every operation and of its first step, CPU

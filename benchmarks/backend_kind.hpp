@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/backend_kind.hpp: what a row of the table ran on — a seatlock backend or one
 // of the peers it is compared with — and through which of seatlock's APIs, with the one
 // spelling of each, shared by the command line, the table and the JSON.

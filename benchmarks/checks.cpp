@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/checks.cpp: the soundness checks of a row.
 #include "checks.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/checks.hpp: what a row must show for its numbers to mean anything. Speed is
 // reported, never asserted; a run that measured nothing, was refused, or took round trips
 // other than the design's is a problem, and seatlock-bench exits non-zero.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/child_process.cpp: posix_spawn, pipes and /proc. posix_spawn rather than
 // fork: the benchmark may have threads running (a backend's background thread), and a
 // spawned child runs none of the parent's code before exec.

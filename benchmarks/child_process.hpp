@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/child_process.hpp: the programs seatlock-bench starts itself — a peer it talks
 // to line by line over its stdin and stdout, and a command run to its end (npm ci) — and
 // what /proc says about them, so that a peer's CPU time and memory are measured as the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/cpu_layout.cpp: CPU masks by sched_setaffinity, Redis's threads from
 // /proc/<pid>/task.
 #include "cpu_layout.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/cpu_layout.hpp: where the processes of a run may execute. The
 // http_hold+release_apart rows give Redis a CPU of its own, as a deployment gives it a
 // host of its own, and leave the others to the example server and the load generator, on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/figures.cpp: how each figure is read from the rows.
 #include "figures.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/figures.hpp: the figures the project is judged by — ratios between the rows of
 // one run (same-run ratios hold on a noisy machine), round trips, commands and bytes per
 // held seat — read from the rows. targets.hpp says which of them must reach what.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/hand_written.hpp: what seatlock is measured against, written directly on
 // hiredis with one connection per caller.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/harness.hpp: runs one operation from N caller threads at once and measures
 // it: operations per second, the latency of every operation (and of its first step, e.g.
 // the hold of a hold + release), and the process's peak resident memory during the run.

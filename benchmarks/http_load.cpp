@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/http_load.cpp: one connection's hold + release, as a chain of Beast handlers.
 #include "http_load.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/http_load.hpp: the load generator of the http_hold+release scenario, a client of
 // the benchmark's own (Boost.Beast) rather than wrk: each slot of AsyncRunner is one
 // keep-alive connection that loops over "POST a hold of 1 general-admission place, then

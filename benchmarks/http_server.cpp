@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/http_server.cpp: starting and stopping the ticketing server.
 #include "http_server.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/http_server.hpp: the example ticketing server (seatlock-ticketing) as the
 // http_hold+release scenario runs it: the binary built beside seatlock-bench, started on a
 // free loopback port, on the memory backend or on the benchmark's redis-server, and stopped

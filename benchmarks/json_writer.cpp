@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/json_writer.cpp: the results' JSON document, built with Boost.JSON.
 #include "json_writer.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/json_writer.hpp: the results as JSON — the command and mode, the machine, every
 // row, every figure and every problem — for comparing runs over time.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/machine.cpp: reads the machine's description from /proc and uname.
 #include "machine.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/machine.hpp: what the figures were measured on, for the banner and the JSON
 // record: a run on a shared machine is read with its load.
 #pragma once

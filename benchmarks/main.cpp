@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/main.cpp: seatlock-bench, every benchmark in one run, side by side with the
 // hand-written flow users write, the raw Redis ceiling, the floor of seatlock's bare
 // Redis commands and node-redlock (a peer program), against one private redis-server (and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/node_redlock.cpp: installing the peer into the build tree, and one measured run
 // of it: start, warm up, "go", the result line.
 #include "node_redlock.hpp"

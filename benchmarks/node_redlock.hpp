@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/node_redlock.hpp: node-redlock, the peer seatlock's locks are measured
 // against: node-redlock v5 on one ioredis connection (peers/node-redlock/bench.js), run
 // as a program of its own against the benchmark's redis-server.

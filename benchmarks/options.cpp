@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/options.cpp: parsing and checking seatlock-bench's command line.
 #include "options.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/options.hpp: seatlock-bench's command line — what to run, how long, and where
 // the JSON goes.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/redis_client.hpp: the hiredis calls the benchmark makes itself: a blocking
 // connection (one per caller of the hand-written baselines, one for the statistics), and
 // the server counters read around every Redis run.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/redis_cluster.cpp: the tests' private Redis Cluster, and its primaries.
 #include "redis_cluster.hpp"
 

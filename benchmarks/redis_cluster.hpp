@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/redis_cluster.hpp: the private Redis Cluster of the redis-cluster rows: the
 // tests' one (tests/support/redis_cluster.hpp: 3 primaries with one replica each on free
 // loopback ports, stopped at the end), and which of its nodes are primaries, whose CPU

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/report.cpp: the printed report's formats.
 #include "report.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/report.hpp: what seatlock-bench prints — a banner, the Markdown table row by
 // row as the runs finish, the scripts' server time, the figures with their targets'
 // verdicts, the peer rows that did not run, and the problems.

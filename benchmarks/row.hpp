@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/row.hpp: one line of the results — a scenario on one backend (or peer) at one
 // number of callers — and the per-operation figures read from it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/run.cpp: how each variant is set up, budgeted and measured.
 #include "run.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/run.hpp: the run — every wanted scenario at each number of callers, on each
 // backend through each of seatlock's APIs and against each peer, in one process and
 // against one private redis-server.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/scenarios.hpp: the operations seatlock is measured on, written once over the
 // public API (LockManager, SeatHoldStore) and run on every backend, and the inventory
 // they work on, which the hand-written baselines share so that both touch the same seats.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/seat_map_read.cpp: seatlock-seat-map-bench, the longest Redis call while a
 // large venue's seat map is read through SeatHoldStore::seats().
 //

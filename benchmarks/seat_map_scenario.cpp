@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/seat_map_scenario.cpp: see seat_map_scenario.hpp.
 #include "seat_map_scenario.hpp"
 

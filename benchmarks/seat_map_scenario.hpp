@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/seat_map_scenario.hpp: the seat_map_read scenario of seatlock-bench. It runs
 // seatlock-seat-map-bench (seat_map_read.cpp, built beside it) to its end: the longest
 // Redis call while a 100,000-seat venue's seat map is read through seats(), in pieces,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/targets.hpp: the targets the project is judged by, as data: each names a
 // figure of figures.hpp and the bound it must reach. A figure without a target is shown
 // for what it explains.

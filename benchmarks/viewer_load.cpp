@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/viewer_load.cpp: buyers, stream viewers, pollers and full-map readers.
 #include "viewer_load.hpp"
 

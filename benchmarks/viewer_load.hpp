@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/viewer_load.hpp: the load of the viewers scenario (viewers.hpp), all of it
 // Boost.Asio/Beast clients in this process:
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/viewer_parts.cpp: the SSE parser, the version readers, the staleness book and
 // the venue file.
 #include "viewer_parts.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/viewer_parts.hpp: the pieces of the viewers scenario (viewers.hpp) that need
 // no server: reading a Server-Sent Events stream without keeping its data, the versions
 // an answer carries, the staleness of what viewers see, and the venue file the server is

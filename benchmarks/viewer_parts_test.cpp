@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/viewer_parts_test.cpp: the viewers scenario's pieces that need no server
 // (ctest bench_viewer_parts).
 #include "viewer_parts.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/viewers.cpp: the viewers scenario's runs, figures, checks and JSON.
 #include "viewers.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/viewers.hpp: the viewers scenario. The ticketing server sells a 60,000-seat
 // venue (60 sections of 40 rows of 25 seats, a --venue file this benchmark writes) on the
 // memory backend and on the run's redis-server; 64 buyer connections hold and release

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Provides the imported target seatlock_hiredis::hiredis for hiredis, wherever it comes
 # from: upstream 1.x installs a CMake config with hiredis::hiredis; Debian 12's 0.14.1
 # ships only a pkg-config file (its CMake file defines no target).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # write_if_changed(PATH CONTENT): writes CONTENT to PATH only when the file's content
 # differs, so that what is generated at build time does not make its dependents rebuild
 # when nothing changed. Included by the build-time generators run with `cmake -P`.

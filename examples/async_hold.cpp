@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // An asynchronous hold on Redis, in a coroutine: the Redis backend's connection runs on the
 // program's own io_context (no thread of the backend's), and every call is co_awaited.
 //

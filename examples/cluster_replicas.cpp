@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Holds and sales on a Redis Cluster whose writes wait for a replica (replicas_to_ack).
 //
 //     example_cluster_replicas 'redis+cluster://host:7000,host:7001?replicas_to_ack=1'

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A lock whose fencing token guards an SQLite row, and a paused holder refused.
 //
 //     example_fenced_row

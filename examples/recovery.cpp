@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Recovery of an event after the storage lost it, from the application's own records.
 //
 //     example_recovery

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/discover_cases.cmake: registers one ctest entry per TEST_CASE of a doctest program,
 # "<program>: <test case>", each running `<program> --test-case=<test case>`.
 #

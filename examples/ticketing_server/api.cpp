@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // api.cpp: routes, request bodies and the JSON of responses.
 #include "api.hpp"
 

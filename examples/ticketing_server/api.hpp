@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // api.hpp: the HTTP endpoints of the example server, as a function from a parsed
 // request to a response. Routing, JSON bodies, the X-User-Id buyer and the mapping of
 // seatlock errors to status codes live here; connections, keep-alive and shutdown are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // database.cpp: the SQLite schema and statements behind Database.
 #include "database.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // database.hpp: the server's own records in SQLite, as a hand-written ticketing service
 // keeps them in its SQL database: one row per pending reservation (an active hold) and
 // one per order.

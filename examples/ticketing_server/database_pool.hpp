@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // database_pool.hpp: DatabasePool, the thread where the server's SQLite calls run, so that
 // a call waiting on the disk or on SQLite's busy timeout (another process writing the same
 // file) never holds a thread that serves HTTP. A coroutine awaits a call's result:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # embed_assets.cmake: writes the seat-map page's files (web/) into one C++ source, run at
 # build time by `cmake -P` from this directory's CMakeLists.txt:
 #

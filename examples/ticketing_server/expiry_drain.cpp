@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // expiry_drain.cpp: the drain loop. Failures (storage down) are logged once when they
 // start and once when they end, not four times a second.
 #include "expiry_drain.hpp"

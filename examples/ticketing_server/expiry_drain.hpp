@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // expiry_drain.hpp: the background job that deletes the pending reservations of expired
 // holds, what hand-written services do with a Redis keyspace listener. It asks seatlock's
 // expired() (at-least-once, nothing lost while the server was down) every `period`

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // http_server.cpp: the listener and one Session per connection, each on its own strand, where
 // its requests' handlers run as coroutines.
 #include "http_server.hpp"

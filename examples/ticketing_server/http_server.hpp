@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // http_server.hpp: HttpServer, Boost.Beast HTTP/1.1 over Boost.Asio. Keep-alive
 // connections, each on one of the server's io_contexts (given in turn); every request is
 // answered by Api::handle, a coroutine spawned on its connection's strand, so a request

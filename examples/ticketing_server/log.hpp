@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // log.hpp: one line per event on stderr, with a UTC timestamp; fmt does the formatting.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // main.cpp: seatlock-ticketing, the example ticketing server (docs/ticketing-server.md).
 //
 // Wires the pieces together: options -> backend -> SQLite -> ticketing flow -> HTTP,

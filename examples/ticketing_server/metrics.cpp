@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // metrics.cpp: Prometheus text rendering.
 #include "metrics.hpp"
 

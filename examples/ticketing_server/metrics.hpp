@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // metrics.hpp: the counters and the latency histogram behind GET /metrics, rendered in
 // the Prometheus text exposition format. Lock-free on the request path (atomics);
 // only the per-kind and per-status maps take a mutex, and only for a new key.

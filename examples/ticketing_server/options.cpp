@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // options.cpp: hand-rolled flag parsing; the flags are few and flat, so a table of
 // "--flag VALUE" handlers reads better than a dependency.
 #include "options.hpp"

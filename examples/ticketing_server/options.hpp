@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // options.hpp: the command line of seatlock-ticketing, parsed into ServerOptions.
 //
 // Parsing never exits the process itself: it returns either the options or what to

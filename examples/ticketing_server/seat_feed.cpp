@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seat_feed.cpp: the reader and the snapshots it publishes.
 #include "seat_feed.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seat_feed.hpp: the seat maps a server process serves to viewers, kept in memory.
 //
 // One SeatFeed per process keeps one Snapshot per event: the state of every seat at one

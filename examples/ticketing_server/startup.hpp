@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // startup.hpp: the server's start-up, run on the io_context its workers run next.
 //
 // The Redis backend's connections live on the server's io_context (no thread of their

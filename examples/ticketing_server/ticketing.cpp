@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ticketing.cpp: each call is "ask seatlock, then write the row".
 //
 // seatlock goes first because it is the authority on seats: a row is only ever written

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ticketing.hpp: the ticketing flow of a hand-written service (hold, pay, release, cancel, expire)
 // on seatlock, with the application's SQLite rows kept in step.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // venue.cpp: the demo stadium, the venue file reader and the venue's view of the storage.
 #include "venue.hpp"
 

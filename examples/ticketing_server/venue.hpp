@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // venue.hpp: what the server sells. The built-in demo venue, --venue FILE in JSON, and
 // the storage as a server sees it: only its venue's events.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // web_assets.hpp: the seat-map page (examples/ticketing_server/web/), built into the
 // binary: embed_assets.cmake turns each file into bytes at build time, so the server
 // needs no files and no network at run time to serve it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // wire_form.cpp: the encoders, written by hand into one string: a 60,000-seat map is one
 // pass over its state strings, with no JSON tree in between.
 #include "wire_form.hpp"

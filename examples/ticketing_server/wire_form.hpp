@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // wire_form.hpp: the compact wire form of seat maps and changes (docs/ticketing-server.md,
 // "The wire form"), the Server-Sent Events frames that carry them, and gzip.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/any_backend.hpp: AnyBackend, a backend chosen at run time (the ticketing
 // server's --backend flag). Wraps any Backend behind one virtual call per operation of
 // op::all, both ways; code that knows its backend at compile time should use it directly

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/backend.hpp: the concepts a storage backend satisfies.
 //
 // A backend runs each operation of seatlock/operations.hpp as ONE atomic step against its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/errors.hpp: every way a seatlock call can fail, as a std::error_code enum, and
 // the groups callers ask about as std::error_condition values:
 //

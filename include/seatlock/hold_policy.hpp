@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/hold_policy.hpp: the rules a SeatHoldStore applies to every hold (HoldPolicy),
 // and the per-call choices of SeatHoldStore::hold (HoldOptions).
 #pragma once

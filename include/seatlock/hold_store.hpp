@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/hold_store.hpp: SeatHoldStore<B>, holds, payments and cancellations of seats.
 //
 //     seatlock::MemoryBackend backend;

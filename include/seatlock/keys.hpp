@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/keys.hpp: what an id may look like, how lock keys group, how hold tokens
 // name their event.
 //

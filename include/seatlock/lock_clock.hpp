@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/lock_clock.hpp: LockClock, the time a LockManager waits and measures leases by.
 //
 // A LockManager built without one reads std::chrono::steady_clock, sleeps in the calling

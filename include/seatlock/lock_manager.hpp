@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/lock_manager.hpp: LockManager<B> and its RAII guards SingleLock<B> and
 // MultiLock<B>: distributed locks with leases, fencing tokens and an optional watchdog.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/lock_options.hpp: LockOptions, how a LockManager waits, leases, renews and
 // releases.
 #pragma once

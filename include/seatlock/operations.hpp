@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/operations.hpp: every backend operation, described once, as a value.
 //
 // A front class (LockManager, SeatHoldStore) checks its input, then describes the one

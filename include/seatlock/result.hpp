@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/result.hpp: Result<T>, a value or the Failure that explains why there is none.
 //
 // Every operation that can meet an expected refusal (a taken seat, an expired hold, a

@@ -1,6 +1,8 @@
+// SPDX-License-Identifier: MIT
 // seatlock/seatlock.hpp: the whole header-only API in one include: errors and results,
 // the backend concepts, LockManager and SeatHoldStore, the memory and fake backends and
-// AnyBackend. The Redis backend is in <seatlock/backends/redis.hpp> (link seatlock::redis).
+// AnyBackend, and the version macros (<seatlock/version.hpp>). The Redis backend is in
+// <seatlock/backends/redis.hpp> (link seatlock::redis).
 #pragma once
 
 #include <seatlock/any_backend.hpp>
@@ -12,3 +14,4 @@
 #include <seatlock/keys.hpp>
 #include <seatlock/lock_manager.hpp>
 #include <seatlock/result.hpp>
+#include <seatlock/version.hpp>

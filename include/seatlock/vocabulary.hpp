@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/vocabulary.hpp: the vocabulary of seats, holds and orders that the front
 // classes, the operations (seatlock/operations.hpp) and every backend share.
 #pragma once

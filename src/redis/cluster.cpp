@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/cluster.cpp: hash slots, the slot map and the following of redirections
 // (cluster.hpp says which and why).
 #include "cluster.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/cluster.hpp: routing on Redis Cluster: hash slots, the slot map learnt from
 // the nodes (CLUSTER SLOTS), one connection pool per node, and the following of MOVED, ASK
 // and TRYAGAIN answers. The blocking path (run) and the asynchronous one (a Route per call,

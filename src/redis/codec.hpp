@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/codec.hpp: how RedisBackend runs an operation. Each operation of op::all has a
 // Codec (src/redis/codecs/*.hpp), its Redis encoding and the reading of its reply, in one
 // of two forms:

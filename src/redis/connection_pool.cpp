@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/connection_pool.cpp: hiredis connections, their (re)connection and the
 // classification of every way a command can fail.
 #include "connection_pool.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/connection_pool.hpp: a pool of blocking hiredis connections shared by the
 // threads of one RedisBackend, and the mapping of transport failures to seatlock::errc.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/driver.cpp: Driver: the one server, a Redis Cluster or Sentinel's primary;
 // blocking on pooled connections or asynchronously on pipelined ones.
 #include "driver.hpp"

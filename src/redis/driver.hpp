@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/driver.hpp: the Redis backend's driver: where a command goes and how it gets
 // there. It knows servers and connections, never seats: RedisBackend builds each
 // operation's FCALL and reads its reply; the driver sends it, blocking or asynchronously,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Writes OUTPUT, a C++ header holding one Redis function library (Redis 7 FUNCTION LOAD)
 # built from LUA_DIR: common.lua and common_records.lua, whose helpers are defined once
 # when the library loads,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/pipeline.cpp: Pipeline: the requests of callers' threads handed to the
 // strand, the RequestQueue (request_queue.hpp) driven by what happens on the connection,
 // replies and failures handed to callers, and the pipeline closed (destructor, close()).

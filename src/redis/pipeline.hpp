@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/pipeline.hpp: one pipelined Redis connection on Boost.Asio, for the Redis
 // backend's asynchronous API. Many callers share it: their commands go out together in
 // one socket write, and one socket read answers many of them, so the server spends its

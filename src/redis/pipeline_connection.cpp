@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/pipeline_connection.cpp: the life of a Pipeline's connection: connect (TCP
 // or a Unix socket) with a timeout, AUTH/SELECT before callers' requests, a back-off after
 // failed connects, an idle connection checked before it is written to; and the loops that

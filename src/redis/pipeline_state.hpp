@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/pipeline_state.hpp: Pipeline::State, what one pipelined connection holds (the
 // inbox callers fill, the request queue, the connection and its phase), shared by
 // pipeline.cpp (callers, hand-over of replies, losses) and pipeline_connection.cpp (connect,

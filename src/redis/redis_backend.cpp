@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/redis_backend.cpp: RedisBackend: every operation is one Redis function call
 // (or a short chain of commands), encoded and read by its Codec (codecs/*.hpp; the rules
 // live in lua/*.lua), and sent by the driver (driver.hpp): the blocking API waits for the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/redis_options.cpp: RedisOptions::from_url, for redis://[user:password@]host:port[/db],
 // redis+cluster://[user:password@]host:port[,host:port...],
 // redis+sentinel://[user:password@]host[:port][,host[:port]...]/service[/db] and

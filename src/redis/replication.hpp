@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/replication.hpp: what a caller is told when a write was applied on the
 // primary but fewer replicas than RedisOptions::replicas_to_ack acknowledged it in time.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/reply.cpp: the reading of replies that several operations share.
 #include "reply.hpp"
 

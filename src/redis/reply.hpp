@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/reply.hpp: what a Redis function call is (Call: its function, keys,
 // arguments, and how its reply reads), and the reading of replies: typed access to a
 // reply's elements (Reader), refusals, and the values several operations answer.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/request_queue.cpp: RequestQueue, the pipelined connection's protocol logic.
 #include "request_queue.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/request_queue.hpp: the protocol logic of one pipelined Redis connection,
 // without I/O: no socket, no timer, no executor. The connection (pipeline.cpp) feeds it
 // events (requests, parsed replies, the time, a lost connection) and does what it answers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/resp_writer.cpp: RESP written with std::to_chars into one string sized
 // beforehand, because hiredis prints every length with sprintf and allocates twice more
 // per call: a large share of the client's CPU time on the asynchronous path.

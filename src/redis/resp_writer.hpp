@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/resp_writer.hpp: commands written in RESP, byte for byte as hiredis's
 // redisFormatCommandArgv writes them, for the pipelined connection (pipeline.hpp,
 // request_queue.hpp). No I/O: a command in, its bytes out.

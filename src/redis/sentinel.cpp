@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/sentinel.cpp: the primary of a Redis Sentinel service, found and found again
 // (sentinel.hpp says how and why).
 #include "sentinel.hpp"

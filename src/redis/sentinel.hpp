@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/sentinel.hpp: finding the primary of a Redis Sentinel service, and finding it
 // again after a failover. Both API paths of the backend ask it where to send a call.
 //

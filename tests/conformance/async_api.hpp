@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/conformance/async_api.hpp: the conformance suite through the asynchronous API.
 //
 // AsyncStore and AsyncLocks have the blocking interface the suite calls, and make every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/conformance/change_feed_conformance.hpp: versioned seat maps and the change feed
 // (SeatHoldStore::seats and changes) on every backend, and a randomized property test:
 // applying the changes after version A to the map at A gives the map at B.

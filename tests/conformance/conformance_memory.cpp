@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The conformance suite on MemoryBackend.
 #include "suites.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The conformance suite on RedisBackend, against a private redis-server.
 #include "redis_fixture.hpp"
 #include "suites.hpp"

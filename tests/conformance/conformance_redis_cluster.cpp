@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The conformance suite on RedisBackend over a Redis Cluster (3 primaries, one replica
 // each) that the program starts itself: the same behaviour as on one server, with every
 // call routed to the primary of its hash slot, on both API paths (blocking, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/conformance/fixtures.hpp: how the conformance suite reaches a backend.
 //
 // A fixture owns a fresh, empty backend and knows how to let time pass on its clock:

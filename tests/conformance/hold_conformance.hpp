@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/conformance/hold_conformance.hpp: the seat-hold rules every backend must keep.
 // Instantiate with SEATLOCK_HOLD_CONFORMANCE(Fixture) in one .cpp per backend.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/conformance/lock_conformance.hpp: the lock rules every backend must keep.
 // Instantiate with SEATLOCK_LOCK_CONFORMANCE(Fixture) in one .cpp per backend.
 #pragma once

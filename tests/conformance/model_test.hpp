@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/conformance/model_test.hpp: a randomized test of the hold store against a model.
 //
 // 8 threads run 5,000 random operations each (1,500 in sanitizer builds): hold, confirm,

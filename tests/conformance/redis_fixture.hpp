@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/conformance/redis_fixture.hpp: what the conformance fixtures on real Redis servers
 // (conformance_redis.cpp, conformance_redis_cluster.cpp) share.
 #pragma once

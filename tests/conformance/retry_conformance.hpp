@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/conformance/retry_conformance.hpp: the rules that make every call safe to retry
 // and a storage loss visible and repairable, on every backend: idempotency keys, and the
 // recovery of an event the storage lost. Instantiate with SEATLOCK_RETRY_CONFORMANCE(Fixture).

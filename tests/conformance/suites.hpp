@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/conformance/suites.hpp: the whole conformance suite for one backend's fixture,
 // on the blocking API and on the asynchronous one (Async<Fixture>):
 // SEATLOCK_CONFORMANCE_SUITE(Fixture) in the backend's test program.

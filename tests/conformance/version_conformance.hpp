@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/conformance/version_conformance.hpp: event versions, and a storage that goes back
 // to older data, on every backend. Instantiate with SEATLOCK_VERSION_CONFORMANCE(Fixture).
 //

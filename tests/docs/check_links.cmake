@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # check_links.cmake: the README stays a guide and the documentation holds together.
 #
 #   cmake -DSOURCE_DIR=<repository> [-DREADME_MAX_LINES=320] -P check_links.cmake

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # check_pages.cmake: the documentation describes today.
 #
 #   cmake -DSOURCE_DIR=<repository> [-DPERFORMANCE_MAX_LINES=320] -P check_pages.cmake

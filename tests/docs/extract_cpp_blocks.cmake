@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # extract_cpp_blocks.cmake: writes every ```cpp block of some Markdown files into a .cpp
 # file of its own, so that the build compiles what the documentation shows.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # markdown.cmake: what the documentation checks (check_links.cmake, check_pages.cmake) read
 # of a Markdown file.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/examples/run_example.cpp: runs one of the example programs (examples/*.cpp) as a
 // user would, and checks its exit status and what it printed.
 //

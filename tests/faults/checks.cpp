@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/faults/checks.cpp: the rules.
 #include "checks.hpp"
 

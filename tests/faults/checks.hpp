@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/faults/checks.hpp: what must be true after any fault, judged from what the buyers
 // were told and from the storage itself. Each rule collects the cases that break it, so
 // a failing scenario says what it found rather than only that something is wrong.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/faults/cluster_of_servers.cpp: starting, killing and restarting the processes.
 #include "cluster_of_servers.hpp"
 

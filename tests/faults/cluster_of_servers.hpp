@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/faults/cluster_of_servers.hpp: the system a fault scenario breaks: one
 // redis-server that writes every change to its append-only file before it answers, and
 // three seatlock-ticketing processes on it sharing one SQLite file, all selling one small

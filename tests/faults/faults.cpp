@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/faults/faults.cpp: the timer thread and the SQLite lock.
 #include "faults.hpp"
 

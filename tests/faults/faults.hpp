@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/faults/faults.hpp: faults injected from outside while buyers are at work: an
 // action repeated on a timer (killing Redis connections, flushing its functions), and a
 // SQLite write lock held longer than the servers wait for it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/faults/load.cpp: the careful client and the buyers' loop.
 #include "load.hpp"
 

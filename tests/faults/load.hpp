@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/faults/load.hpp: buyers under load, each a thread with a blocking HTTP client that
 // behaves as a careful client of the ticketing API should: it retries a 503 after its
 // Retry-After (capped at 200 ms to keep the tests fast), a hold with the same

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/faults/scenarios_test.cpp: one scenario per fault. Three seatlock-ticketing
 // processes on one Redis (append-only file, fsync always) and one SQLite file sell one
 // small venue to 36 buyers at once; a fault strikes mid-load and ends; the buyers go on

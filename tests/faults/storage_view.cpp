@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/faults/storage_view.cpp: SQLite reads and the seat map.
 #include "storage_view.hpp"
 

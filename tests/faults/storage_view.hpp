@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/faults/storage_view.hpp: what the storage says, read behind the servers' backs:
 // the SQLite tables (with the sqlite3 C API, read-only) and the seat map one server
 // serves (GET /events/{e}/seats).

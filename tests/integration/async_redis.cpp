@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/integration/async_redis.cpp: the asynchronous API on a real redis-server, where
 // it differs from the blocking one: many calls share one pipelined connection (several
 // per server read), a connection killed under 200 calls in flight ends each of them once

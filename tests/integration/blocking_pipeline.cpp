@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/integration/blocking_pipeline.cpp: blocking calls of many threads in flight at once
 // share the backend's pipelined connection (RedisOptions::pipeline_blocking_calls): Redis
 // reads several of them at a time. One thread alone, or the option off, keeps a pooled

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // RedisBackend on a Redis Cluster the test starts (3 primaries, one replica each): hash
 // slots as the server computes them, cluster URLs, calls spread over every primary, what
 // is refused before anything is sent, the function library loaded per primary, and a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // RedisBackend on a Redis Cluster whose primary fails over under callers: the primary
 // serving a live event's slot is killed (SIGKILL) or hands over to its replica (CLUSTER
 // FAILOVER), while callers of the blocking and of the asynchronous API hold, confirm,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Expiry events are stored in Redis, not sent as keyspace notifications: holds that
 // expired while no consumer (and no other call) ran are all delivered by expired()
 // afterwards, to any process, until acknowledged.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // RedisBackend under the faults a production Redis throws: its functions flushed,
 // killed connections, a server that stops and comes back, a server too slow to answer,
 // and credentials it refuses. Each fault ends in a clear error or in calls that keep

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/integration/io_run_returns.cpp: a program whose RedisBackend runs on its own
 // io_context ends when its work is done: io_context::run() returns once the last call has
 // completed (the idle pipelined connection is no work), never while a call is in flight;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A Redis that comes back with older data: the primary dies, and the replica promoted in
 // its place missed the last confirms. Under buyers who hold and pay seats of one event
 // through one SeatHoldStore, behind Redis Sentinel and on a Redis Cluster, the store must

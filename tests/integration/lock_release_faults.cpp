@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Lock releases that meet a broken Redis: connections killed while the release waits for
 // its reply, a server that is down and comes back. The keys are free again within a
 // second of Redis serving again, not when their 10 s lease ends.

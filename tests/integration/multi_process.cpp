@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Four separate processes of eight threads race for overlapping seats and lock keys
 // through one redis-server (race_worker.cpp). Afterwards, from each process's log of
 // successes and from the server's final state: no seat was ever held or sold twice, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // RedisOptions: redis:// URLs and the options RedisBackend refuses outright.
 #include <seatlock/backends/redis.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The pipelined Asio connection (src/redis/pipeline.hpp) against a private redis-server:
 // many calls share each server read; a killed connection, a flushed function library, a
 // server that stops answering, a server that is down, credentials and a database; and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/integration/private_servers.cpp: the private servers the tests start
 // (tests/support/redis_server.hpp) are the servers the tests talk to. Under ctest -j
 // another program may take the port a server was to use before it binds it: the start

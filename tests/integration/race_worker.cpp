@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // redis_race_worker: one of the processes of the multi-process race (multi_process.cpp).
 //
 //   redis_race_worker PORT LOG_PATH PROCESS_INDEX THREADS ROUNDS

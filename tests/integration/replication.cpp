@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // RedisBackend's replica-acknowledged writes (RedisOptions::replicas_to_ack) on a primary
 // with one replica, both started here: a write answered done is on the replica; a replica
 // that does not acknowledge turns the answer into not_replicated, on both API paths and on

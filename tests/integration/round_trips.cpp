@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One command per operation (one round trip), watched with MONITOR once the scripts are
 // in the server's cache; and the readable key layout those commands write.
 #include "support/redis_admin.hpp"

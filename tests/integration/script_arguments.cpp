@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The library's functions, called directly through hiredis with malformed arguments, answer with
 // an error and change nothing: not even the sweep of an overdue hold runs, because every
 // argument is checked before the first write.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // RedisBackend behind Redis Sentinel, on a setup the test starts (a primary, its replica,
 // three sentinels: tests/support/redis_sentinel.hpp): sentinel URLs, what fails and how
 // clearly, calls of both APIs on the primary the sentinels name, and failovers (the primary

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Redis storage layout's own mechanisms, which the conformance suite cannot see
 // through the API: the event's "due" field that lets nearly every call skip the sweep,
 // the timer that forgets an acknowledged expired hold, the hashes that remember released

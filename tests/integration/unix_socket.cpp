@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/integration/unix_socket.cpp: RedisOptions::unix_socket. Every connection, pooled
 // (a blocking call alone) or pipelined (asynchronous calls, blocking calls of several
 // threads), goes through the server's Unix domain socket, never TCP; a path nobody

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/support/fake_server.hpp: a TCP server on a free loopback port that is not
 // Redis, for the failures a real server will not produce on demand: a peer that never
 // reads what it is sent, one that hangs up at once, one that answers with bytes that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/support/http_client.cpp: HttpClient over Boost.Beast.
 #include "http_client.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/support/http_client.hpp: a small synchronous HTTP/1.1 client (Boost.Beast) for
 // the system tests. One keep-alive connection, opened on first use and again after the
 // server answered "Connection: close". Never retries: a failed request is an exception.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/support/raw_connection.cpp: RawConnection over Boost.Beast, with Asio timeouts.
 #include "raw_connection.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/support/raw_connection.hpp: one TCP connection to the server driven byte by byte,
 // for what HttpClient cannot send: malformed or unusual framing, half a request, a body
 // held back until "100 Continue". Replies are read with Beast's parser, one at a time.

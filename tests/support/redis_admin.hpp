@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/support/redis_admin.hpp: a plain hiredis connection with which a test looks
 // at, and interferes with, the server behind RedisBackend's back: MONITOR, key snapshots,
 // FUNCTION FLUSH, CLIENT KILL, DEBUG SLEEP, direct FCALLs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/support/redis_cluster.hpp: starts a private Redis Cluster for one test program
 // (or for the benchmark's redis-cluster rows): 3 primaries with one replica each, on free
 // loopback ports, each node in a temporary directory of its own (RedisServer), joined by

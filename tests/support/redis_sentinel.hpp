@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/support/redis_sentinel.hpp: starts a private Redis Sentinel setup for one test
 // program: a primary, its replica (--replicaof) and three sentinels (redis-server --sentinel)
 // that monitor it as service "svc" with a quorum of 2, a 1 s down-after-milliseconds and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/support/redis_server.hpp: starts a private redis-server for one test program (or
 // benchmark) on a free loopback port, in a temporary directory, without persistence,
 // and stops it at the end. Never skips: a missing redis-server binary is an error that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/support/redis_setup.hpp: what the Redis integration tests set up alike: options
 // for the private servers a test started, and a hold policy without the per-holder limit.
 #pragma once

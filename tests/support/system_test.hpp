@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/support/system_test.hpp: what the system tests share: the storages a server can
 // run on (memory, and Redis when the Redis backend is built: a private redis-server per
 // test) and small readers of the server's JSON.

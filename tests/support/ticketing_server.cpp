@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/support/ticketing_server.cpp: process control for TicketingServer.
 #include "ticketing_server.hpp"
 

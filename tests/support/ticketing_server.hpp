@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/support/ticketing_server.hpp: starts the built seatlock-ticketing binary for one
 // test, on a free loopback port (--listen 127.0.0.1:0; the port is read from its log)
 // with its database in a fresh temporary directory, and waits until /healthz answers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/support/wire_form.hpp: reading the seat map's wire form (docs/ticketing-server.md,
 // "The wire form") in tests: a named zone's seat ids and their states.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/system/bad_input_test.cpp: every kind of bad request gets a 4xx with a JSON
 // error, and changes nothing: the seats, the pending reservations and the orders are
 // the same before and after.

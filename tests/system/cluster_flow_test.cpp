@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/system/cluster_flow_test.cpp: two seatlock-ticketing processes on one Redis
 // Cluster (3 primaries, a replica each; --redis-url redis+cluster://...) sharing one
 // SQLite file, selling events that live on different primaries: what one server does,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/system/concurrency_test.cpp: many buyers at once, over real connections. No seat
 // may end in two holds or orders, the 3-seat limit holds under concurrent requests, and
 // a general-admission zone never sells more places than it has.

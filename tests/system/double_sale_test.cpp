@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/system/double_sale_test.cpp: the order database refuses to sell a seat twice,
 // whatever the storage says (sold_seats, one row per seat sold). Here the storage forgets
 // a sale without its version going back, which no version check can see: a seatlock

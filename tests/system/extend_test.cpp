@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/system/extend_test.cpp: POST /holds/{token}/extend takes any positive ttl_s and
 // leaves the cap to seatlock: a hold never lives past its creation + the maximum hold
 // lifetime (2 hours), and asking for more is answered with the capped end, not refused.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/system/flow_test.cpp: the whole ticketing flow over HTTP, on every storage the
 // server can use: list seats, hold, confirm, release, expire, cancel, and the SQLite
 // rows that follow each step. The first flow also runs on Redis through its Unix socket.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/system/http_protocol_test.cpp: the server follows HTTP/1.1's rules for reading a
 // request (RFC 9112 sections 3.2 and 6, RFC 9110 section 10.1.1): how a body is framed,
 // the Host header, and Expect. Requests are written byte by byte on a raw connection.

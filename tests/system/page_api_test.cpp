@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/system/page_api_test.cpp: what the seat-map page needs from the server, over HTTP
 // on every storage: the page and its assets built into the binary, the buyer's own holds
 // and orders (GET /me/holds, GET /me/orders), and conditional GETs (ETag, If-None-Match

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Retries the way a careful client makes them, after answers it could not trust: a hold
 // replayed with its Idempotency-Key, a release retried after the database refused it.
 #include <sqlite3.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/system/rollback_test.cpp: the issue "A Redis that comes back with older data
 // resells paid seats", reproduced against the built server. One redis-server that keeps
 // only what an explicit SAVE wrote (an RDB file in its directory, no append-only file):

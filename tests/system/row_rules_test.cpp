@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/system/row_rules_test.cpp: the example server's rows only move forward, whatever
 // order their writes arrive in (examples/ticketing_server/database.hpp). A hold and a
 // release write their rows without a lock, so the database itself must refuse a row

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/system/seat_feed_test.cpp: the seat map served from the process's snapshot
 // (examples/ticketing_server/seat_feed.hpp), over HTTP: a 304 and a full map cost no
 // storage call, the wire form decodes to the seats' states, gzip, ?since=, and the

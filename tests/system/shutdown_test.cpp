@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/system/shutdown_test.cpp: SIGTERM and SIGINT stop the server cleanly (exit 0)
 // while clients are busy, and promptly: requests being handled are still answered, but
 // connections idle or waiting for the rest of a request are closed at once.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/system/sold_seats_test.cpp: the example server's database sells a seat once
 // (examples/ticketing_server/database.hpp, sold_seats), whatever the storage answered: an
 // order on a seat another paid order has is refused whole, a cancellation gives the seat

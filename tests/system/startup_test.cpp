@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/system/startup_test.cpp: the server's start-up (startup.hpp) leaves its
 // io_context ready for the workers, even when the thread that answered the start-up's
 // last step lets go of the io_context's work only after that step ran — as the database

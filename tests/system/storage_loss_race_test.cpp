@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/system/storage_loss_race_test.cpp: a hold, a payment or a cancellation made in
 // the storage just before it lost its data, whose row is written just after another
 // server's recovery closed the event's rows and restored its paid orders, is refused: the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/system/venue_test.cpp: --venue replaces the demo stadium. A venue file is checked
 // whole before any of its events is stored, and a server lists and sells only its
 // venue's events, even on a Redis that other servers fill with theirs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/system/waiting_test.cpp: a request that waits holds no thread. With one HTTP
 // thread, a request waiting for a lock (held here, from outside the server) or for the
 // database (write-locked here) must not hold up the requests behind it: they are

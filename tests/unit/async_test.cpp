@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/unit/async_test.cpp: what the asynchronous API promises beyond the conformance
 // suite (which runs every rule through it): every kind of completion token, completions
 // never inline, failure details, cancellation of a lock wait, the watchdog on a timer,

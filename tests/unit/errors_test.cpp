@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Errors and results: codes, messages, and exceptions only on request.
 #include <seatlock/seatlock.hpp>
 

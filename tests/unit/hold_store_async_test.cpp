@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/unit/hold_store_async_test.cpp: SeatHoldStore's asynchronous overloads match the
 // blocking ones one for one, with the same defaults, and every one works without a
 // completion token (asio::deferred: co_await it, or hand it a token later) and with a

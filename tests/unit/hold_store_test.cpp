@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // SeatHoldStore behaviour under FakeBackend's scripted faults.
 #include <seatlock/seatlock.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Ids, lock groups and hold tokens.
 #include <seatlock/seatlock.hpp>
 

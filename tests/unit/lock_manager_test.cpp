@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LockManager behaviour that needs FakeBackend's faults or its manual clock. Waits, leases
 // and the watchdog run on a FakeLockClock: no test sleeps.
 #include <seatlock/seatlock.hpp>

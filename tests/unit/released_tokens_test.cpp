@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ReleasedTokens: how the in-process backends remember released holds by their token's
 // random bits, for a fixed time; and that a store on the fake backend says so.
 #include <seatlock/backends/fake.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/unit/request_queue_test.cpp: the pipelined connection's protocol logic
 // (src/redis/request_queue.hpp) without a socket or a server: requests in, bytes out,
 // replies (parsed from RESP text) matched to requests, the time given as an input.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/backends/fake.hpp: FakeBackend, a deterministic backend for tests — yours and
 // ours. Its clock only moves when told (`advance`), its faults are scripted (fail before
 // applying; apply, then lose the reply; added latency), and it records every call.

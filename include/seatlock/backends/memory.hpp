@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/backends/memory.hpp: MemoryBackend, the in-process backend and embedded
 // default. Thread-safe: locks live in striped mutexes, holds behind one mutex per event;
 // time is std::chrono::steady_clock; no background thread is needed for correctness

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/backends/redis.hpp: RedisBackend, the backend for many processes and machines
 // sharing one Redis, or a Redis Cluster (compiled in src/redis, target seatlock::redis).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/detail/acquisition.hpp: one lock acquisition as logic, shared by the blocking
 // loop (LockManager) and the asynchronous one (async_locks.hpp): the step to send, and
 // what each answer means. Neither sleeps here; each waits its own way.

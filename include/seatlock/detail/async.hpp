@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/detail/async.hpp: how the asynchronous API runs a backend operation and hands
 // its result to an Asio completion handler.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/detail/async_locks.hpp: the asynchronous side of locks, on Asio timers.
 //
 // The rules are the blocking side's (Acquisition, ReleaseAttempts, after_renewal in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/detail/event_watches.hpp: what a SeatHoldStore remembers of each event it has
 // seen (created, listed or used): that it exists, so that its absence from the storage
 // later means the storage lost it (storage_lost, not unknown_event); the highest version

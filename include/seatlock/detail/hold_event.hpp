@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/detail/hold_event.hpp: the rules of one event of the in-process seat-hold
 // state machine (HoldTable keeps the events, finds them and locks them; the rules of each
 // step on one event are here): holds, confirms, releases, extensions, cancellations,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/detail/hold_state.hpp: the containers of one event's seats, holds and orders
 // for the in-process backends, and the bookkeeping that keeps them consistent (which slot
 // is free, held or paid, holders' counts, timers). The rules that decide what a call may

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/detail/hold_table.hpp: the rules of the in-process seat-hold state machine
 // shared by MemoryBackend and FakeBackend (the Redis backend implements the same rules in
 // Lua, and the conformance suite holds the two to one behaviour). The containers they act

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/detail/hold_validation.hpp: the input checks of SeatHoldStore, each call's
 // arguments turned into the op:: value the backend runs, or the Failure that says which
 // argument is wrong (nothing is sent then).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/detail/lock_table.hpp: the in-process lock table shared by MemoryBackend and
 // FakeBackend. Keys are spread over striped mutexes; a multi-key step locks the stripes
 // it needs in ascending order, so concurrent steps never deadlock and never show a

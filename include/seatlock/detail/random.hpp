@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/detail/random.hpp: owner and hold tokens from the operating system's
 // cryptographic source (getrandom), never from a seeded PRNG: a guessable token would let
 // one client release or confirm another's seats.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/detail/released_tokens.hpp: ReleasedTokens, how the in-process backends
 // remember which holds were released, and when, for a fixed time: bits of each hold
 // token, in a ring of generations of flat open-addressing tables (linear probing).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/detail/text.hpp: how failures name seats and keys; one place for every backend
 // and front class, so that every backend says the same sentence for the same refusal.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/detail/watchdog.hpp: what a LockManager does for its guards behind their back.
 //
 // One background thread per LockManager, started on first use, with two jobs:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/codecs/events.hpp: the Redis encodings and replies of the operations on whole
 // events: create_event, events, begin_recovery, end_recovery, version, restore_order
 // (lua/event_*.lua, events.lua, version.lua, restore_order.lua). See codec.hpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/codecs/holds.hpp: the Redis encodings and replies of the operations on
 // holds and orders: hold, confirm, release, extend, cancel, expired, ack_expired
 // (lua/<name>.lua). See codec.hpp; the seat map and the change feed are in seat_map.hpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/codecs/locks.hpp: the lock operations' Redis encodings and replies
 // (lua/lock_*.lua). See codec.hpp for the two forms a Codec takes.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/codecs/seat_map.hpp: the Redis encodings and replies of the seat map and the
 // change feed: seats (lua/seats_page.lua, in pieces) and changes (lua/changes.lua). See
 // codec.hpp.

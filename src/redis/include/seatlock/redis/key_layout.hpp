@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seatlock/redis/key_layout.hpp: the names of every Redis key seatlock writes. The Lua
 // scripts build the same names (src/redis/lua/common.lua, event_keys) and check the KEYS
 // they are given against them; docs/redis.md's "Key layout" shows the layout to operators.
