@@ -222,8 +222,8 @@ public:
     RedisBackend(const RedisBackend&) = delete;
     RedisBackend& operator=(const RedisBackend&) = delete;
 
-    /// One PING through the pool: a clear error when the server is unreachable or
-    /// refuses the credentials. On a cluster: learns the slot map and PINGs every primary.
+    /// One PING through the pool (over TLS, a pipelined connection): a clear error when the
+    /// server is unreachable, refuses the credentials or, over TLS, its certificate. On a cluster: learns the slot map and PINGs every primary.
     Result<void> ping();
     [[nodiscard]] const RedisOptions& options() const noexcept;
 
@@ -241,7 +241,8 @@ public:
     /// Runs one operation (seatlock/operations.hpp says what each does): one Redis
     /// function call, or for a few operations a short chain of commands (an event and its
     /// index entry; expired walking every event), through the connection pool or, when
-    /// pipeline_blocking_calls, a pipelined connection; waits for the reply.
+    /// pipeline_blocking_calls (and always over TLS), a pipelined connection; waits for the
+    /// reply.
     template <op::any_op O>
     op::result_of<O> run(const O& operation);
 
