@@ -29,7 +29,7 @@ Failure bad_url(std::string_view url, const std::string& why) {
                                   : scheme + "***@" + std::string(url.substr(at + 1, 80));
     return Failure(errc::invalid_argument,
                    "bad Redis URL '" + shown + "': " + why +
-                       " (expected redis[s]://[user:password@]host:port[/db], "
+                       " (expected redis://[user:password@]host:port[/db] (rediss:// for TLS), "
                        "redis+cluster://[user:password@]host:port[,host:port...] or "
                        "redis+sentinel://[user:password@]host:port[,host:port...]/service[/db] or "
                        "unix://[user:password@]/path[?db=N])");
