@@ -30,8 +30,7 @@ constexpr int tls_in_flight = 64;
 
 bool tls_asked_for(const Options& o) {
     return (o.scenarios.empty() ||
-            std::find(o.scenarios.begin(), o.scenarios.end(), tls_scenario) !=
-                o.scenarios.end()) &&
+            std::find(o.scenarios.begin(), o.scenarios.end(), tls_scenario) != o.scenarios.end()) &&
            o.wanted(Kind::redis);
 }
 
@@ -74,8 +73,8 @@ Budget tls_budget(const Options& o, Api api) {
         b.warmup_ops = api == Api::async ? 1 : 5;
         return b;
     }
-    b.duration = std::chrono::milliseconds(
-        static_cast<std::int64_t>(o.seconds * 1000 / o.rounds_per_run()));
+    b.duration =
+        std::chrono::milliseconds(static_cast<std::int64_t>(o.seconds * 1000 / o.rounds_per_run()));
     b.warmup_ops = api == Api::async ? 4 : 20;
     return b;
 }

@@ -6,14 +6,13 @@
 // neighbour's load hits both alike. Reported as pairs a second and the ratio TLS / TCP.
 #pragma once
 
-#include "options.hpp"
-#include "row.hpp"
-
 #include <boost/json/value.hpp>
-
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "options.hpp"
+#include "row.hpp"
 
 namespace seatlock::bench {
 

@@ -407,8 +407,9 @@ Result<ReplyPtr> Driver::fcall_on_pipelines(const Script& script,
     return reply;
 }
 
-// Over TLS: one blocking call, sent by `send` on a pipelined TLS connection of the driver's
-// own thread (the given executors' pipelines when there are none), waited for here.
+// Over TLS: one blocking call, sent by `send` on a pipelined TLS connection that the
+// driver's own thread runs (with executors given, one of blocking_pipelines_: a call made
+// on a given executor's thread must not wait for that thread), waited for here.
 Result<ReplyPtr> Driver::wait_over_tls(
     std::string_view what, const std::function<void(Pipeline&, Pipeline::Callback)>& send) {
     if (closed_.load(std::memory_order_acquire)) return closed_failure(what);

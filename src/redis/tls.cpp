@@ -8,7 +8,6 @@
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ssl/error.hpp>
-
 #include <new>
 
 namespace seatlock::redis_detail {
@@ -33,9 +32,8 @@ std::shared_ptr<asio::ssl::context> make_tls_context(const RedisTls& tls) {
     boost::system::error_code ec;
     if (SSL_CTX_set_min_proto_version(context->native_handle(), TLS1_2_VERSION) != 1)
         throw std::bad_alloc();
-    context->set_options(asio::ssl::context::default_workarounds |
-                             asio::ssl::context::no_compression,
-                         ec);
+    context->set_options(
+        asio::ssl::context::default_workarounds | asio::ssl::context::no_compression, ec);
     if (ec) refuse("cannot set the context's options", ec);
     if (tls.verify) {
         context->set_verify_mode(asio::ssl::verify_peer, ec);

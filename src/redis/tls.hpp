@@ -4,12 +4,10 @@
 // a failed handshake is reported in.
 #pragma once
 
-#include <seatlock/backends/redis.hpp>
-
 #include <boost/asio/ssl/context.hpp>
 #include <boost/system/error_code.hpp>
-
 #include <memory>
+#include <seatlock/backends/redis.hpp>
 #include <string>
 
 namespace seatlock::redis_detail {

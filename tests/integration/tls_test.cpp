@@ -7,22 +7,23 @@
 // a new handshake. The server keeps a plain port too: the test's own admin connection
 // (CLIENT LIST, CLIENT KILL) and its readiness check use it, and CLIENT LIST shows on which
 // port each client came in.
-#include "support/redis_admin.hpp"
-#include "support/redis_setup.hpp"
-#include "support/tls_certificates.hpp"
-
-#include <seatlock/lock_manager.hpp>
-
 #include <doctest/doctest.h>
 
-#include <boost/asio/use_future.hpp>
-
 #include <atomic>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_future.hpp>
 #include <chrono>
+#include <optional>
+#include <seatlock/lock_manager.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "support/redis_admin.hpp"
+#include "support/redis_setup.hpp"
+#include "support/tls_certificates.hpp"
 
 namespace tls_test {
 
@@ -48,8 +49,7 @@ struct TlsServer {
     [[nodiscard]] seatlock::RedisOptions options(const Certificates& certs,
                                                  const std::string& ca = "ca.crt",
                                                  const std::string& query = "") const {
-        auto o = seatlock::RedisOptions::from_url("rediss://127.0.0.1:" +
-                                                  std::to_string(tls_port) +
+        auto o = seatlock::RedisOptions::from_url("rediss://127.0.0.1:" + std::to_string(tls_port) +
                                                   "?tls_ca_file=" + certs.path(ca) + query)
                      .value();
         o.connect_timeout = 2s;
@@ -201,6 +201,34 @@ TEST_CASE("holds and locks over TLS through both APIs, every connection on the T
     CHECK(seen.plain == 0);
 }
 
+TEST_CASE("with an executor given, blocking calls made on its thread go over TLS too") {
+    Certificates certs;
+    TlsServer tls(certs);
+    boost::asio::io_context io(1);
+    seatlock::RedisBackend backend(tls.options(certs), io.get_executor());
+    Store store(backend, seatlock::testing::no_limit());
+    create_game(store);
+    std::optional<seatlock::Result<seatlock::Hold>> blocking;
+    std::optional<seatlock::Result<seatlock::Hold>> async;
+    // A blocking call from a handler on the executor's own thread: it must not wait for
+    // that thread, which runs the asynchronous connections.
+    boost::asio::post(io, [&] {
+        blocking = store.hold("game1", "on-executor", seatlock::quantity("ga", 1));
+        store.async_hold(
+            "game1", "async", seatlock::quantity("ga", 1),
+            boost::asio::bind_executor(
+                io, [&async](seatlock::Result<seatlock::Hold> h) { async = std::move(h); }));
+    });
+    io.run();
+    REQUIRE(blocking.has_value());
+    CHECK(*blocking);
+    REQUIRE(async.has_value());
+    CHECK(*async);
+    const auto seen = tls.clients();
+    CHECK(seen.tls >= 2);  // the executor's connection and the blocking calls' own
+    CHECK(seen.plain == 0);
+}
+
 TEST_CASE("rediss:// to a port that speaks plain Redis fails the call, nothing sent in clear") {
     Certificates certs;
     TlsServer tls(certs);
@@ -262,9 +290,10 @@ TEST_CASE("a server certificate without the name asked for is refused; tls_verif
 TEST_CASE("a server that requires a client certificate: served with one, refused without") {
     Certificates certs;
     TlsServer tls(certs, true);
-    seatlock::RedisBackend with_certificate(tls.options(
-        certs, "ca.crt",
-        "&tls_cert_file=" + certs.path("client.crt") + "&tls_key_file=" + certs.path("client.key")));
+    seatlock::RedisBackend with_certificate(
+        tls.options(certs, "ca.crt",
+                    "&tls_cert_file=" + certs.path("client.crt") +
+                        "&tls_key_file=" + certs.path("client.key")));
     Store store(with_certificate, seatlock::testing::no_limit());
     create_game(store);
     CHECK(store.hold("game1", "blocking", seatlock::quantity("ga", 1)));
@@ -278,10 +307,10 @@ TEST_CASE("a server that requires a client certificate: served with one, refused
     auto blocking = refused_store.hold("game1", "no-cert", seatlock::quantity("ga", 1));
     REQUIRE(blocking.is(errc::connection_failed));
     MESSAGE(blocking.error().detail);
-    auto async = refused_store
-                     .async_hold("game1", "no-cert", seatlock::quantity("ga", 1),
-                                 boost::asio::use_future)
-                     .get();
+    auto async =
+        refused_store
+            .async_hold("game1", "no-cert", seatlock::quantity("ga", 1), boost::asio::use_future)
+            .get();
     REQUIRE(async.is(errc::connection_failed));
     CHECK(store.seats("game1", std::string("ga")).value().at(0).held == 2);
 }
@@ -293,19 +322,21 @@ TEST_CASE("calls after CLIENT KILL go out on a new TLS connection, blocking and 
     Store store(backend, seatlock::testing::no_limit());
     create_game(store);
     REQUIRE(store.hold("game1", "before", seatlock::quantity("ga", 1)));
-    REQUIRE(store.async_hold("game1", "before-async", seatlock::quantity("ga", 1),
-                             boost::asio::use_future)
+    REQUIRE(store
+                .async_hold("game1", "before-async", seatlock::quantity("ga", 1),
+                            boost::asio::use_future)
                 .get());
     for (int round = 0; round < 2; ++round) {
         CAPTURE(round);
         const auto connections = tls.admin.info_field("stats", "total_connections_received");
         CHECK(tls.admin.integer({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"}) >= 1);
         std::this_thread::sleep_for(100ms);  // the closes reach the backend's sockets
-        auto blocking = store.hold("game1", "after-" + std::to_string(round),
-                                   seatlock::quantity("ga", 1));
+        auto blocking =
+            store.hold("game1", "after-" + std::to_string(round), seatlock::quantity("ga", 1));
         CHECK(blocking);
-        auto async = store.async_hold("game1", "after-async-" + std::to_string(round),
-                                      seatlock::quantity("ga", 1), boost::asio::use_future)
+        auto async = store
+                         .async_hold("game1", "after-async-" + std::to_string(round),
+                                     seatlock::quantity("ga", 1), boost::asio::use_future)
                          .get();
         CHECK(async);
         CHECK(tls.admin.info_field("stats", "total_connections_received") > connections);

@@ -6,8 +6,6 @@
 // (RedisServer keeps its plain port too: its readiness check and admin connections use it).
 #pragma once
 
-#include "redis_server.hpp"
-
 #include <unistd.h>
 
 #include <atomic>
@@ -18,6 +16,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "redis_server.hpp"
 
 namespace seatlock::testing {
 
@@ -55,9 +55,7 @@ public:
     TlsCertificates& operator=(const TlsCertificates&) = delete;
 
     /// A file of the directory: ca.crt, other-ca.crt, server.crt/.key, client.crt/.key.
-    [[nodiscard]] std::string path(const std::string& file) const {
-        return (dir_ / file).string();
-    }
+    [[nodiscard]] std::string path(const std::string& file) const { return (dir_ / file).string(); }
 
     /// redis-server arguments: TLS on a free port of its own (CONFIG GET tls-port tells
     /// which) with the server certificate; `client_certificates`: clients must present a
