@@ -139,6 +139,7 @@ void write_json(const Results& results) {
         else
             doc["seat_map_read"] = {{"not_run", results.seat_map->not_run}};
     }
+    if (results.tls && results.tls->wanted) doc["tls"] = tls_json(*results.tls);
     doc["ratios"] = std::move(ratios);
     doc["problems"] = boost::json::value_from(results.problems);
     const std::filesystem::path path(o.out);

@@ -12,6 +12,7 @@
 #include "options.hpp"
 #include "row.hpp"
 #include "seat_map_scenario.hpp"
+#include "tls_scenario.hpp"
 #include "viewers.hpp"
 
 namespace seatlock::bench {
@@ -25,6 +26,7 @@ struct Results {
     std::optional<NodeRedlock> node_redlock;  ///< when a wanted scenario had the peer
     const ViewersResult* viewers;             ///< the viewers scenario, when it ran
     const SeatMapRead* seat_map;              ///< the seat_map_read scenario, when it ran
+    const TlsResult* tls = nullptr;           ///< the tls scenario, when it ran
 };
 
 /// Writes `results` to options.out (creating its directory) and says where; nothing when

@@ -27,6 +27,7 @@
 #include "report.hpp"
 #include "run.hpp"
 #include "seat_map_scenario.hpp"
+#include "tls_scenario.hpp"
 #include "viewers.hpp"
 
 namespace seatlock::bench {
@@ -56,16 +57,19 @@ int bench(const Options& options) {
         viewers = run.viewers();
     }
     seat_map = run_seat_map_read(options);
+    const TlsResult tls = run_tls(options);
     for (auto& p : check_viewers(viewers)) problems.push_back(std::move(p));
     for (auto& p : check_seat_map_read(seat_map)) problems.push_back(std::move(p));
+    for (auto& p : check_tls(tls)) problems.push_back(std::move(p));
     print_script_times(rows);
     print_primary_times(rows);
     const std::vector<Figure> judged = figures(rows);
     print_figures(judged, options.quick);
     print_viewer_figures(viewers, options.quick);
     print_seat_map_read(seat_map, options.quick);
+    print_tls(tls, options.quick);
     print_not_run(rows);
-    write_json({options, rows, judged, problems, load_at_start, peer, &viewers, &seat_map});
+    write_json({options, rows, judged, problems, load_at_start, peer, &viewers, &seat_map, &tls});
     print_problems(problems);
     return problems.empty() ? 0 : 1;
 }

@@ -39,9 +39,9 @@ set(seatlock_cxx_runtime "libc6 (>= 2.36), libstdc++6 (>= 12), libgcc-s1")
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME ${seatlock_runtime_package})
 # Each description follows the project's one-line summary, the packages' common synopsis.
 set(CPACK_DEBIAN_RUNTIME_DESCRIPTION
-    "The shared library of seatlock's Redis backend (libseatlock_redis.so),\nover hiredis.")
+    "The shared library of seatlock's Redis backend (libseatlock_redis.so),\nover hiredis and OpenSSL (TLS).")
 if(NOT DEFINED CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS)
-  set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "libhiredis0.14, ${seatlock_cxx_runtime}")
+  set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "libhiredis0.14, libssl3, ${seatlock_cxx_runtime}")
 endif()
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libseatlock-dev)
@@ -51,8 +51,9 @@ set(CPACK_DEBIAN_DEV_DESCRIPTION
 if(NOT DEFINED CPACK_DEBIAN_DEV_PACKAGE_DEPENDS)
   set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libboost1.81-dev")
   if(SEATLOCK_WITH_REDIS)
-    # seatlock.pc names hiredis (Requires or Requires.private), so pkg-config needs its .pc.
-    string(APPEND CPACK_DEBIAN_DEV_PACKAGE_DEPENDS ", libhiredis-dev")
+    # seatlock.pc names hiredis and openssl (Requires or Requires.private), so pkg-config
+    # needs their .pc files.
+    string(APPEND CPACK_DEBIAN_DEV_PACKAGE_DEPENDS ", libhiredis-dev, libssl-dev")
     if(BUILD_SHARED_LIBS)
       string(APPEND CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
              ", ${seatlock_runtime_package} ${seatlock_version_dependency}")
@@ -72,7 +73,7 @@ if(NOT DEFINED CPACK_DEBIAN_TICKETING_PACKAGE_DEPENDS)
       string(APPEND CPACK_DEBIAN_TICKETING_PACKAGE_DEPENDS
              ", ${seatlock_runtime_package} ${seatlock_version_dependency}")
     else()
-      string(APPEND CPACK_DEBIAN_TICKETING_PACKAGE_DEPENDS ", libhiredis0.14")
+      string(APPEND CPACK_DEBIAN_TICKETING_PACKAGE_DEPENDS ", libhiredis0.14, libssl3")
     endif()
   endif()
 endif()

@@ -5,6 +5,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include "tls.hpp"
+
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
@@ -159,7 +161,10 @@ struct Driver::ClusterCall {
 };
 
 Driver::Driver(RedisOptions options, std::vector<boost::asio::any_io_executor> executors)
-    : options_(std::move(options)), pool_(options_), external_io_(std::move(executors)) {
+    : options_(std::move(options)),
+      tls_(options_.tls.enabled ? make_tls_context(options_.tls) : nullptr),
+      pool_(options_),
+      external_io_(std::move(executors)) {
     if (!options_.cluster_nodes.empty()) cluster_ = std::make_unique<ClusterRouter>(options_);
     if (!options_.sentinels.empty()) sentinel_ = std::make_unique<SentinelRouter>(options_);
 }
@@ -167,6 +172,7 @@ Driver::Driver(RedisOptions options, std::vector<boost::asio::any_io_executor> e
 Driver::~Driver() {
     // The pipelines complete every pending call first; then the I/O thread ends.
     pipelines_.clear();
+    blocking_pipelines_.clear();
     std::map<std::string, std::shared_ptr<Pipeline>> primaries;
     {
         std::lock_guard lock(primary_pipelines_mutex_);
@@ -188,14 +194,18 @@ void Driver::start_io() {
         if (!external_io_.empty() && !cluster_ && !sentinel_) {
             for (const auto& executor : external_io_) {
                 for (std::size_t i = 0; i < options_.async_connections; ++i) {
-                    pipelines_.push_back(std::make_unique<Pipeline>(executor, options_));
+                    pipelines_.push_back(std::make_unique<Pipeline>(executor, options_, tls_));
                 }
             }
-            return;
-        }
-        if (!cluster_ && !sentinel_) {
+            if (!tls_) return;
             for (std::size_t i = 0; i < options_.async_connections; ++i) {
-                pipelines_.push_back(std::make_unique<Pipeline>(io_.get_executor(), options_));
+                blocking_pipelines_.push_back(
+                    std::make_unique<Pipeline>(io_.get_executor(), options_, tls_));
+            }
+        } else if (!cluster_ && !sentinel_) {
+            for (std::size_t i = 0; i < options_.async_connections; ++i) {
+                pipelines_.push_back(
+                    std::make_unique<Pipeline>(io_.get_executor(), options_, tls_));
             }
         }
         work_.emplace(io_.get_executor());
@@ -265,7 +275,7 @@ std::shared_ptr<Pipeline> Driver::pipeline_at(const std::string& host, int port)
         RedisOptions o = options_;
         o.host = host;
         o.port = port;
-        p = std::make_shared<Pipeline>(io_.get_executor(), std::move(o));
+        p = std::make_shared<Pipeline>(io_.get_executor(), std::move(o), tls_);
     }
     return p;
 }
@@ -346,6 +356,21 @@ Result<ReplyPtr> Driver::fcall(const Script& script, const std::vector<std::stri
         std::atomic<int>& count;
         ~InFlight() { count.fetch_sub(1, std::memory_order_relaxed); }
     };
+    if (tls_) {
+        auto shared_acks = std::make_shared<Acks>();
+        auto reply = wait_over_tls(script_what(script), [&](Pipeline& p, Pipeline::Callback done) {
+            std::shared_ptr<const std::vector<std::string>> wait;
+            if (auto argv = wait_argv(script); !argv.empty())
+                wait = std::make_shared<const std::vector<std::string>>(std::move(argv));
+            p.fcall(script, keys, args,
+                    then_wait(p, script, wait, shared_acks,
+                              [&script, done = std::move(done)](Result<ReplyPtr> r) {
+                                  done(mapped(std::move(r), script));
+                              }));
+        });
+        acks = *shared_acks;
+        return reply;
+    }
     const bool others = blocking_in_flight_.fetch_add(1, std::memory_order_relaxed) > 0;
     const InFlight in_flight{blocking_in_flight_};
     if (others && options_.pipeline_blocking_calls && external_io_.empty() &&
@@ -383,6 +408,33 @@ Result<ReplyPtr> Driver::fcall_on_pipelines(const Script& script,
     return reply;
 }
 
+// Over TLS: one blocking call, sent by `send` on a pipelined TLS connection that the
+// driver's own thread runs (with executors given, one of blocking_pipelines_: a call made
+// on a given executor's thread must not wait for that thread), waited for here.
+Result<ReplyPtr> Driver::wait_over_tls(
+    std::string_view what, const std::function<void(Pipeline&, Pipeline::Callback)>& send) {
+    if (closed_.load(std::memory_order_acquire)) return closed_failure(what);
+    if (io_.get_executor().running_in_this_thread()) {
+        return Failure(errc::invalid_argument,
+                       std::string(what) +
+                           " was not sent: a blocking call over TLS made on the backend's I/O "
+                           "thread would wait for that thread (use the asynchronous API there)");
+    }
+    std::promise<Result<ReplyPtr>> answer;
+    auto future = answer.get_future();
+    Pipeline::Callback done = [&answer](Result<ReplyPtr> reply) {
+        answer.set_value(std::move(reply));
+    };
+    start_io();
+    if (blocking_pipelines_.empty()) {
+        if (auto* p = pipeline(done)) send(*p, std::move(done));
+    } else {
+        const auto turn = next_blocking_pipeline_.fetch_add(1, std::memory_order_relaxed);
+        send(*blocking_pipelines_[turn % blocking_pipelines_.size()], std::move(done));
+    }
+    return future.get();
+}
+
 void Driver::async_fcall(const Script& script, std::vector<std::string> keys,
                          std::vector<std::string> args, std::shared_ptr<Acks> acks,
                          Pipeline::Callback done) {
@@ -413,6 +465,14 @@ void Driver::async_fcall(const Script& script, std::vector<std::string> keys,
 
 Result<ReplyPtr> Driver::command(std::vector<std::string_view> argv, const std::string& key) {
     const std::string what = "Redis " + std::string(argv.front());
+    if (tls_) {
+        return wait_over_tls(what, [&](Pipeline& p, Pipeline::Callback done) {
+            p.exec(std::vector<std::string>(argv.begin(), argv.end()),
+                   [&what, done = std::move(done)](Result<ReplyPtr> r) {
+                       done(mapped(std::move(r), what));
+                   });
+        });
+    }
     const std::span<const std::string> keys(&key, 1);
     return mapped(dispatch(keys, what,
                            [&](ConnectionPool::Lease& lease, bool asking) {
@@ -451,6 +511,7 @@ void Driver::close() {
     // Outside the lock: what a pipeline fails may be routed again (a cluster's call), which
     // takes it; it then finds the driver closed.
     for (const auto& p : pipelines_) p->close();
+    for (const auto& p : blocking_pipelines_) p->close();
     for (const auto& p : primaries) p->close();
 }
 
@@ -472,6 +533,21 @@ Result<void> Driver::ping() {
         return reply;
     };
     if (closed_.load(std::memory_order_acquire)) return closed_failure("Redis PING");
+    if (tls_) {
+        auto reply = wait_over_tls("Redis PING", [](Pipeline& p, Pipeline::Callback done) {
+            p.exec({"PING"}, [done = std::move(done)](Result<ReplyPtr> r) {
+                if (r && (*r)->type != REDIS_REPLY_ERROR &&
+                    ((*r)->type != REDIS_REPLY_STATUS ||
+                     std::string_view((*r)->str, (*r)->len) != "PONG")) {
+                    return done(Failure(errc::protocol_error,
+                                        "Redis answered PING with something else than PONG"));
+                }
+                done(mapped(std::move(r), "Redis PING"));
+            });
+        });
+        if (!reply) return std::move(reply).error();
+        return {};
+    }
     if (cluster_) return cluster_->on_every_primary("Redis PING", pong);
     auto reply = mapped(dispatch({}, "Redis PING", pong), "Redis PING");
     if (!reply) return std::move(reply).error();

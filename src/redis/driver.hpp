@@ -33,6 +33,10 @@
 #include <thread>
 #include <vector>
 
+namespace boost::asio::ssl {
+class context;
+}
+
 namespace seatlock::redis_detail {
 
 /// What WAIT said after one applied write.
@@ -49,7 +53,9 @@ public:
     /// `executors` empty, or on a Redis Cluster or behind Sentinel: asynchronous calls run
     /// on an I/O thread of the driver's own, started by the first one. Otherwise each
     /// executor runs RedisOptions::async_connections pipelines of its own and no thread is
-    /// started.
+    /// started (over TLS, the driver's thread still runs the pipelines of blocking calls).
+    /// Throws seatlock::Error (invalid_argument) when RedisOptions::tls names files that
+    /// cannot be loaded.
     Driver(RedisOptions options, std::vector<boost::asio::any_io_executor> executors);
     /// Every pending asynchronous call ends first (with its reply, outcome_unknown or
     /// io_error); then the I/O thread, if any, is joined.
@@ -65,6 +71,9 @@ public:
     /// answer goes to `acks`. An error reply comes back as the failure it stands for. With
     /// other blocking calls in flight (RedisOptions::pipeline_blocking_calls) it goes on
     /// the pipelined connections, so that the calls of many threads share writes and reads.
+    /// Over TLS every blocking call (this, command(), ping()) goes on a pipelined TLS
+    /// connection run by the driver's own thread, and waits: the pool's hiredis has no TLS.
+    /// Made on that thread it would wait for itself: it fails (invalid_argument) instead.
     Result<ReplyPtr> fcall(const redis_scripts::Script& script,
                            const std::vector<std::string>& keys,
                            const std::vector<std::string>& args, Acks& acks);
@@ -109,8 +118,13 @@ private:
     Result<ReplyPtr> fcall_on_pipelines(const redis_scripts::Script& script,
                                         const std::vector<std::string>& keys,
                                         const std::vector<std::string>& args, Acks& acks);
+    Result<ReplyPtr> wait_over_tls(std::string_view what,
+                                   const std::function<void(Pipeline&, Pipeline::Callback)>& send);
 
     RedisOptions options_;
+    // Over TLS (RedisOptions::tls): the context every pipeline's connections share. The
+    // pool is then never used.
+    std::shared_ptr<boost::asio::ssl::context> tls_;
     ConnectionPool pool_;                       // one server (unused on a cluster)
     std::unique_ptr<ClusterRouter> cluster_;    // set on a Redis Cluster
     std::unique_ptr<SentinelRouter> sentinel_;  // set behind Redis Sentinel
@@ -126,6 +140,10 @@ private:
     std::vector<boost::asio::any_io_executor> external_io_;
     std::once_flag started_;
     std::vector<std::unique_ptr<Pipeline>> pipelines_;  // one server
+    // Over TLS with executors given: the blocking calls' pipelines, on the driver's thread
+    // (a blocking call made on a given executor's thread must not wait for that thread).
+    std::vector<std::unique_ptr<Pipeline>> blocking_pipelines_;
+    std::atomic<std::size_t> next_blocking_pipeline_{0};
     std::atomic<std::size_t> next_pipeline_{0};
     // On a cluster or behind Sentinel: one pipeline per primary, by "host:port", made by the
     // first call there.

@@ -13,6 +13,7 @@
 
 #include "pipeline_state.hpp"
 #include "resp_writer.hpp"
+#include "tls.hpp"
 
 namespace seatlock::redis_detail {
 
@@ -181,8 +182,12 @@ void Pipeline::State::complete(Request& r, Result<ReplyPtr> result) {
     done(std::move(result));
 }
 
-Pipeline::Pipeline(asio::any_io_executor executor, RedisOptions options)
-    : state_(std::make_shared<State>(std::move(executor), std::move(options))) {}
+Pipeline::Pipeline(asio::any_io_executor executor, RedisOptions options,
+                   std::shared_ptr<asio::ssl::context> tls) {
+    if (options.tls.enabled && !tls) tls = make_tls_context(options.tls);
+    if (!options.tls.enabled) tls.reset();
+    state_ = std::make_shared<State>(std::move(executor), std::move(options), std::move(tls));
+}
 
 Pipeline::~Pipeline() {
     close_as(false);

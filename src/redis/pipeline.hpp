@@ -5,7 +5,8 @@
 // time running commands rather than waking up for each one.
 //
 // Replies are parsed by hiredis, requests written as hiredis writes them (format_command);
-// the socket, the timers and the order of events are Asio's. Replies are matched to
+// the socket (TCP, a Unix socket, or TLS over TCP: RedisOptions::tls), the timers and the
+// order of events are Asio's. Replies are matched to
 // requests first in, first out, as Redis answers a connection's commands in the order it
 // received them.
 //
@@ -42,6 +43,10 @@
 #include <string_view>
 #include <vector>
 
+namespace boost::asio::ssl {
+class context;
+}
+
 namespace seatlock::redis_detail {
 
 class Pipeline {
@@ -53,7 +58,14 @@ public:
 
     /// Connects lazily, on the first request: constructing never fails for a server that
     /// is down. `executor` runs the I/O; it must outlive the pipeline's pending work.
-    Pipeline(boost::asio::any_io_executor executor, RedisOptions options);
+    /// With options.tls.enabled every connection is TLS, with `tls` as its context (the
+    /// backend's connections share one), or one made from options.tls when it is null
+    /// (which throws as make_tls_context does). A TLS connection's first request is PING
+    /// (or AUTH/SELECT), answered before callers' requests are written: TLS 1.3 tells a
+    /// client that its certificate was refused only after the handshake, and such a
+    /// refusal must be connection_failed, not outcome_unknown for calls already written.
+    Pipeline(boost::asio::any_io_executor executor, RedisOptions options,
+             std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
 
     /// Safe from any thread, including from inside a callback. Every pending callback is
     /// called before the destructor returns, on the destructor's thread (written requests:

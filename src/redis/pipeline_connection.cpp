@@ -1,21 +1,23 @@
 // SPDX-License-Identifier: MIT
-// src/redis/pipeline_connection.cpp: the life of a Pipeline's connection: connect (TCP
-// or a Unix socket) with a timeout, AUTH/SELECT before callers' requests, a back-off after
-// failed connects, an idle connection checked before it is written to; and the loops that
-// move bytes: one socket write of everything the queue has, reads parsed by hiredis's
-// reader and handed in two turns, the reply timer. What each reply or timeout means is the
-// RequestQueue's (request_queue.hpp) to say.
+// src/redis/pipeline_connection.cpp: the life of a Pipeline's connection: connect (TCP,
+// a Unix socket, or TLS over TCP) with a timeout, AUTH/SELECT before callers' requests, a
+// back-off after failed connects, an idle connection checked before it is written to; and
+// the loops that move bytes: one socket write of everything the queue has, reads parsed
+// by hiredis's reader and handed in two turns, the reply timer. What each reply or timeout
+// means is the RequestQueue's (request_queue.hpp) to say.
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/write.hpp>
 #include <cerrno>
 #include <new>
 
 #include "pipeline_state.hpp"
+#include "tls.hpp"
 
 namespace seatlock::redis_detail {
 
@@ -72,8 +74,9 @@ void Pipeline::State::connect() {
         std::lock_guard guard(self->mutex);
         // A timer that expired just as the connect succeeded still reports success.
         if (ec || !self->current(l) || self->phase != Phase::connecting) return;
-        self->connect_failed("no connection within " +
-                             std::to_string(self->options.connect_timeout.count()) + " ms");
+        self->connect_failed(std::string(l->tls ? "no TLS handshake" : "no connection") +
+                             " within " + std::to_string(self->options.connect_timeout.count()) +
+                             " ms");
     });
     auto on_connect = [self, l = link](error_code ec) {
         std::lock_guard guard(self->mutex);
@@ -117,12 +120,41 @@ void Pipeline::State::connect_failed(const std::string& reason) {
 
 void Pipeline::State::connected() {
     error_code ignored;
-    link->connect_timer.cancel();
     // The pipeline gathers its writes itself; Nagle's delay would only add latency.
     if (options.unix_socket.empty()) {
         link->socket.set_option(tcp::no_delay(true), ignored);
         link->socket.set_option(asio::socket_base::keep_alive(true), ignored);
     }
+    if (tls_context) {
+        start_tls();
+        return;
+    }
+    ready();
+}
+
+// The TLS handshake, still within connect_timeout (the phase stays `connecting`). A
+// handshake that fails, a certificate that does not verify among its reasons, fails the
+// callers' requests with connection_failed: nothing was written.
+void Pipeline::State::start_tls() {
+    auto l = link;
+    l->tls.emplace(l->socket, *tls_context);
+    prepare_tls_connection(l->tls->native_handle(), options.tls, options.host);
+    l->tls->async_handshake(asio::ssl::stream_base::client,
+                            [self = shared_from_this(), l](error_code ec) {
+                                std::lock_guard guard(self->mutex);
+                                if (!self->current(l)) return;
+                                if (ec) {
+                                    self->connect_failed(
+                                        tls_handshake_failure(l->tls->native_handle(), ec));
+                                    return;
+                                }
+                                self->ready();
+                            });
+}
+
+// Connected (and over TLS, the handshake done): AUTH/SELECT, then callers' requests.
+void Pipeline::State::ready() {
+    link->connect_timer.cancel();
     link->reader.reset(redisReaderCreate());
     if (!link->reader) throw std::bad_alloc();
     link->reader->maxbuf = reader_max_idle;
@@ -147,17 +179,20 @@ bool Pipeline::State::write(bool handshake) {
     ++writes;
     l->writing = true;
     arm_reply_timer();
-    asio::async_write(l->socket, asio::buffer(l->out),
-                      [self = shared_from_this(), l](error_code ec, std::size_t) {
-                          std::lock_guard guard(self->mutex);
-                          if (!self->current(l)) return;
-                          l->writing = false;
-                          if (ec) {
-                              self->lost("the write failed: " + ec.message(), false);
-                              return;
-                          }
-                          self->pump();
-                      });
+    auto on_written = [self = shared_from_this(), l](error_code ec, std::size_t) {
+        std::lock_guard guard(self->mutex);
+        if (!self->current(l)) return;
+        l->writing = false;
+        if (ec) {
+            self->lost("the write failed: " + ec.message(), false);
+            return;
+        }
+        self->pump();
+    };
+    if (l->tls)
+        asio::async_write(*l->tls, asio::buffer(l->out), std::move(on_written));
+    else
+        asio::async_write(l->socket, asio::buffer(l->out), std::move(on_written));
     if (!l->reading) read(l);
     return true;
 }
@@ -211,18 +246,39 @@ const char* Pipeline::State::closed_by_peer(Link& l) {
     char byte = 0;
     const ssize_t n = ::recv(l.socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n == 0) return "the server closed the connection";
-    if (n > 0) return "Redis sent a reply nobody asked for";
+    if (n > 0) return l.tls ? tls_closed_by_peer(l) : "Redis sent a reply nobody asked for";
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return nullptr;
+    return "the connection broke while it was idle";
+}
+
+// Bytes on an idle TLS connection are records, not necessarily data: a TLS 1.3 server
+// sends session tickets after the handshake, which nobody has read yet. One read that
+// does not wait (the socket non-blocking for it; no other operation is pending on an idle
+// connection) lets OpenSSL take what is there and says which it was.
+const char* Pipeline::State::tls_closed_by_peer(Link& l) {
+    error_code ec;
+    l.socket.non_blocking(true, ec);
+    if (ec) return "the connection broke while it was idle";
+    const std::size_t n = l.tls->read_some(asio::buffer(l.in), ec);
+    error_code ignored;
+    l.socket.non_blocking(false, ignored);
+    if (n > 0) return "Redis sent a reply nobody asked for";
+    if (ec == asio::error::would_block || ec == asio::error::try_again) return nullptr;
+    if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)
+        return "the server closed the connection";
     return "the connection broke while it was idle";
 }
 
 void Pipeline::State::read(const std::shared_ptr<Link>& l) {
     l->reading = true;
-    l->socket.async_read_some(asio::buffer(l->in),
-                              [self = shared_from_this(), l](error_code ec, std::size_t n) {
-                                  std::lock_guard guard(self->mutex);
-                                  if (self->current(l)) self->on_read(l, ec, n);
-                              });
+    auto on_read = [self = shared_from_this(), l](error_code ec, std::size_t n) {
+        std::lock_guard guard(self->mutex);
+        if (self->current(l)) self->on_read(l, ec, n);
+    };
+    if (l->tls)
+        l->tls->async_read_some(asio::buffer(l->in), std::move(on_read));
+    else
+        l->socket.async_read_some(asio::buffer(l->in), std::move(on_read));
 }
 
 void Pipeline::State::on_read(const std::shared_ptr<Link>& l, error_code ec, std::size_t n) {
@@ -259,7 +315,11 @@ void Pipeline::State::hand_replies(const std::shared_ptr<Link>& l, error_code ec
             break;
     }
     if (ec) {
-        lost(ec == asio::error::eof ? "the server closed the connection" : ec.message(), false);
+        // A TLS server that closes without close_notify (Redis on CLIENT KILL) ends the
+        // stream "truncated": the same end for a client whose requests are all answered.
+        const bool closed_by_server =
+            ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+        lost(closed_by_server ? "the server closed the connection" : ec.message(), false);
         return;
     }
     if (queue.has_written()) {

@@ -11,11 +11,14 @@
 #include <atomic>
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +62,8 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
         explicit Link(const Strand& strand)
             : socket(strand), resolver(strand), connect_timer(strand), reply_timer(strand) {}
         stream::socket socket;
+        // Set for TLS once TCP is connected: a new one, and a new handshake, per connection.
+        std::optional<boost::asio::ssl::stream<stream::socket&>> tls;
         tcp::resolver resolver;
         boost::asio::steady_timer connect_timer;
         boost::asio::steady_timer reply_timer;
@@ -80,14 +85,18 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
     // and SELECT written, callers' requests held back until they are answered.
     enum class Phase { down, waiting, connecting, handshaking, up };
 
-    State(boost::asio::any_io_executor executor, RedisOptions o)
+    State(boost::asio::any_io_executor executor, RedisOptions o,
+          std::shared_ptr<boost::asio::ssl::context> tls)
         : options(std::move(o)),
+          tls_context(std::move(tls)),
           where(where_of(options)),
           strand(boost::asio::make_strand(std::move(executor))),
           queue(options, where),
           retry_timer(strand) {}
 
     const RedisOptions options;
+    // Set exactly when options.tls.enabled: every connection is then TLS.
+    const std::shared_ptr<boost::asio::ssl::context> tls_context;
     const std::string where;  // host:port or unix:<path>, for messages
     const Strand strand;
 
@@ -140,12 +149,15 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
     void connect();
     void connect_failed(const std::string& reason);
     void connected();
+    void start_tls();
+    void ready();
     void close_link();
     bool write(bool handshake);
     void arm_reply_timer();
     void reply_timer_fired();
     void disarm_reply_timer();
     static const char* closed_by_peer(Link& l);
+    static const char* tls_closed_by_peer(Link& l);
     void read(const std::shared_ptr<Link>& l);
     void on_read(const std::shared_ptr<Link>& l, error_code ec, std::size_t n);
     void hand_replies(const std::shared_ptr<Link>& l, error_code ec);

@@ -57,6 +57,10 @@ std::size_t RequestQueue::write_handshake(std::string& out, Clock::time_point no
         const std::string_view argv[] = {"SELECT", db};
         add(Kind::select, "SELECT", argv);
     }
+    if (count == 0 && options_.tls.enabled) {
+        const std::string_view argv[] = {"PING"};
+        add(Kind::ping, "PING", argv);
+    }
     handshake_pending_ = count;
     return count;
 }
@@ -114,6 +118,7 @@ RequestQueue::Answer RequestQueue::on_reply(ReplyPtr reply) {
             return answer;  // a refusal shows in the reply of the request it precedes
         case Kind::auth:
         case Kind::select:
+        case Kind::ping:
             if (!error.empty()) {
                 answer.verdict = Verdict::handshake_refused;
                 answer.failure = handshake_refusal(r.kind, error);
@@ -143,6 +148,7 @@ std::optional<RequestQueue::Request> RequestQueue::take_written() {
                 break;
             case Kind::auth:
             case Kind::select:
+            case Kind::ping:
             case Kind::asking:
                 break;
         }
@@ -215,9 +221,10 @@ Failure RequestQueue::handshake_refusal(Kind kind, std::string_view message) con
                            text);
     }
     const bool denied = starts_with(text, "NOAUTH") || starts_with(text, "NOPERM");
-    return Failure(
-        denied ? errc::auth_failed : errc::connection_failed,
-        "Redis at " + where_ + " refused SELECT " + std::to_string(options_.db) + ": " + text);
+    const std::string refused =
+        kind == Kind::ping ? std::string("PING") : "SELECT " + std::to_string(options_.db);
+    return Failure(denied ? errc::auth_failed : errc::connection_failed,
+                   "Redis at " + where_ + " refused " + refused + ": " + text);
 }
 
 }  // namespace seatlock::redis_detail

@@ -38,10 +38,11 @@ public:
     using Clock = std::chrono::steady_clock;
     using Callback = std::function<void(Result<ReplyPtr>)>;
 
-    // The connection's own requests (AUTH, SELECT, FUNCTION LOAD, ASKING) have no callback:
-    // their replies steer the connection instead. ASKING goes just before a request that a
-    // Cluster's ASK redirection sent here.
-    enum class Kind { command, fcall, auth, select, load, asking };
+    // The connection's own requests (AUTH, SELECT, PING, FUNCTION LOAD, ASKING) have no
+    // callback: their replies steer the connection instead. ASKING goes just before a
+    // request that a Cluster's ASK redirection sent here. PING is the handshake of a TLS
+    // connection that has neither AUTH nor SELECT (Pipeline's constructor says why).
+    enum class Kind { command, fcall, auth, select, ping, load, asking };
 
     struct Request {
         Kind kind = Kind::command;
@@ -93,8 +94,9 @@ public:
     /// Nothing written waits for a reply and nothing waits to be written.
     [[nodiscard]] bool idle() const noexcept { return written_.empty() && unwritten_.empty(); }
 
-    /// A new connection's AUTH and SELECT, appended to `out` and counted as written; 0 when
-    /// the options need neither (callers' requests may go at once).
+    /// A new connection's AUTH and SELECT (over TLS, PING when neither), appended to `out`
+    /// and counted as written; 0 when the options need none (callers' requests may go at
+    /// once).
     std::size_t write_handshake(std::string& out, Clock::time_point now);
 
     /// Every unwritten request appended to `out` (ASKING before those that need it), each

@@ -141,6 +141,35 @@ TEST_CASE("AUTH and SELECT go first, and their answers decide whether callers' r
     CHECK(RequestQueue(options(), "x").write_handshake(out, t0) == 0);  // neither needed
 }
 
+TEST_CASE("over TLS without AUTH or SELECT, PING goes first and callers' requests wait for it") {
+    auto o = options();
+    o.tls.enabled = true;
+    RequestQueue queue(o, "127.0.0.1:6380");
+    std::string out;
+    CHECK(queue.write_handshake(out, t0) == 1);
+    CHECK(out == resp({"PING"}));
+    SUBCASE("answered: callers' requests may go") {
+        CHECK(queue.on_reply(reply("+PONG\r\n")).verdict == Verdict::handshake_done);
+    }
+    SUBCASE("refused for want of AUTH: auth_failed") {
+        auto answer = queue.on_reply(reply("-NOAUTH Authentication required.\r\n"));
+        REQUIRE(answer.verdict == Verdict::handshake_refused);
+        CHECK(answer.failure->is(errc::auth_failed));
+        CHECK(answer.failure->detail.find("refused PING") != std::string::npos);
+    }
+    SUBCASE("unanswered (a client certificate refused after the handshake): connection_failed") {
+        queue.push(command({"GET", "k"}));
+        CHECK_FALSE(queue.take_written().has_value());  // PING is the queue's own
+        CHECK(queue.unanswered_handshake("tlsv13 alert certificate required")
+                  .is(errc::connection_failed));
+    }
+    // With AUTH, AUTH is the handshake: no PING besides.
+    o.password = "pw";
+    std::string with_auth;
+    CHECK(RequestQueue(o, "x").write_handshake(with_auth, t0) == 1);
+    CHECK(with_auth == resp({"AUTH", "pw"}));
+}
+
 TEST_CASE("FCALLs answered 'Function not found' wait for one FUNCTION LOAD, then go again first") {
     const auto o = options();
     RequestQueue queue(o, "127.0.0.1:6379");

@@ -27,7 +27,8 @@
 // Thread-safe: calls share a pool of up to `pool_size` connections; a broken connection
 // is reconnected on its next use, with the command timeout, AUTH and SELECT applied again.
 // Blocking calls made while others are in flight share the pipelined connections below
-// instead (RedisOptions::pipeline_blocking_calls).
+// instead (RedisOptions::pipeline_blocking_calls). Over TLS (RedisOptions::tls, rediss://)
+// there is no pool: every blocking call is sent on a pipelined TLS connection and waits.
 //
 // The asynchronous API (SeatHoldStore::async_*, LockManager::async_*) reaches Redis
 // through async_run instead: the same function calls, sent on `async_connections`
@@ -60,6 +61,33 @@ struct RedisNode {
     int port = 6379;
 };
 
+/// TLS to Redis (RedisOptions::tls; docs/redis.md, "TLS"). With `enabled`, every
+/// connection of the backend, blocking and asynchronous calls alike, is TLS over Boost.Asio
+/// and OpenSSL, with a fresh handshake per connection; nothing is ever sent in clear. One
+/// server only (host:port): not with cluster_nodes, sentinels or unix_socket.
+struct RedisTls {
+    /// Speak TLS (a rediss:// URL sets it). false: plain TCP, and every other field must
+    /// be left empty (a CA named without TLS is a mistake, not a wish for clear text).
+    bool enabled = false;
+    /// PEM file of the certificate authorities the server's certificate must chain to.
+    /// With neither this nor ca_dir, the system's default trust store.
+    std::string ca_file;
+    /// Directory of CA certificates named by their hash (`openssl rehash`), as ca_file.
+    std::string ca_dir;
+    /// PEM file of the client's certificate (chain), for a server that asks for one
+    /// (`tls-auth-clients yes`); empty: none. Given together with key_file.
+    std::string cert_file;
+    /// PEM file of cert_file's private key (not encrypted); empty: none.
+    std::string key_file;
+    /// The name sent as SNI and checked against the server's certificate (its DNS names,
+    /// or its IP addresses for an address); empty: `host`.
+    std::string server_name;
+    /// Check the server's certificate: its chain to a trusted CA and its name. false only
+    /// for tests and for servers reached through a channel already trusted: the connection
+    /// is then encrypted but the server unauthenticated.
+    bool verify = true;
+};
+
 /// Where and how RedisBackend connects.
 struct RedisOptions {
     std::string host = "127.0.0.1";
@@ -89,6 +117,8 @@ struct RedisOptions {
     /// Sentinel only: how long finding a primary may take (the sentinels asked in turn, again
     /// every 100 ms while a failover is under way) before the call fails, connection_failed.
     Millis discovery_timeout{5000};
+    /// TLS to the server (rediss:// URLs): off by default. See RedisTls.
+    RedisTls tls;
     std::string user;      ///< ACL user; empty for the default user (AUTH password)
     std::string password;  ///< empty: no AUTH
     int db = 0;            ///< SELECTed on every new connection when not 0
@@ -111,7 +141,8 @@ struct RedisOptions {
     /// round trip, the shortest. Results and errors are the asynchronous API's. false: every blocking call
     /// takes a pooled connection. Never with an executor given to the constructor (a call
     /// made on one of its threads would wait for that thread), nor for a call made on the
-    /// backend's own I/O thread: the pool then.
+    /// backend's own I/O thread: the pool then. With tls.enabled it does not apply: every
+    /// blocking call waits on a pipelined TLS connection (the pool's hiredis has no TLS).
     bool pipeline_blocking_calls = true;
     /// The first part of every key: 1 to 128 printable characters, no space, no `{` or `}`.
     std::string prefix = "seatlock";
@@ -144,13 +175,20 @@ struct RedisOptions {
     /// unix://[user:password@]/path/to/redis.sock[?db=N]: a server's Unix domain socket
     /// (unix_socket), the path absolute; db, if any, in the query.
     /// Any of them may end with ?replicas_to_ack=N&replica_ack_timeout_ms=M (either or both).
+    /// rediss://[user:password@]host:port[/db]: redis:// over TLS (tls.enabled), whose query
+    /// may also hold tls_ca_file, tls_ca_dir, tls_cert_file, tls_key_file,
+    /// tls_server_name (percent-encoded paths and names) and tls_verify=yes|no.
+    /// rediss+cluster:// and rediss+sentinel:// are refused (invalid_argument): TLS to a
+    /// cluster or through Sentinel is not supported.
     /// invalid_argument, naming what is wrong (never the password), for anything else.
     static Result<RedisOptions> from_url(std::string_view url);
 
     /// Whether these options can ever work: invalid_argument, naming the option, for an
     /// empty host, a bad port, pool_size or async_connections 0, non-positive timeouts, a
     /// replica_ack_timeout not below command_timeout, a prefix with braces or spaces, a
-    /// unix_socket path too long or given with cluster_nodes or sentinels, and the like.
+    /// unix_socket path too long or given with cluster_nodes or sentinels, tls with a
+    /// cluster, Sentinel or a Unix socket, tls fields set without tls.enabled, a client
+    /// certificate without its key, and the like.
     /// RedisBackend's constructor throws this failure as seatlock::Error. Never connects.
     [[nodiscard]] Result<void> validate() const;
 };
@@ -162,7 +200,9 @@ public:
     /// Never connects here, so it does not throw when the server is down; throws
     /// seatlock::Error (invalid_argument) for options that can never work (empty host,
     /// bad port, pool_size 0, non-positive timeouts, a prefix with braces or spaces, a
-    /// unix_socket path too long or given with cluster_nodes or sentinels).
+    /// unix_socket path too long or given with cluster_nodes or sentinels), and for TLS
+    /// files that cannot be loaded (tls.ca_file, ca_dir, cert_file, key_file: OpenSSL's
+    /// reason).
     explicit RedisBackend(RedisOptions options);
     /// The same, with the asynchronous API's I/O (its pipelined connections, their
     /// timers, the parsing of replies) run by `executor` instead of a thread of the
@@ -183,8 +223,8 @@ public:
     RedisBackend(const RedisBackend&) = delete;
     RedisBackend& operator=(const RedisBackend&) = delete;
 
-    /// One PING through the pool: a clear error when the server is unreachable or
-    /// refuses the credentials. On a cluster: learns the slot map and PINGs every primary.
+    /// One PING through the pool (over TLS, a pipelined connection): a clear error when the
+    /// server is unreachable, refuses the credentials or, over TLS, its certificate. On a cluster: learns the slot map and PINGs every primary.
     Result<void> ping();
     [[nodiscard]] const RedisOptions& options() const noexcept;
 
@@ -202,7 +242,8 @@ public:
     /// Runs one operation (seatlock/operations.hpp says what each does): one Redis
     /// function call, or for a few operations a short chain of commands (an event and its
     /// index entry; expired walking every event), through the connection pool or, when
-    /// pipeline_blocking_calls, a pipelined connection; waits for the reply.
+    /// pipeline_blocking_calls (and always over TLS), a pipelined connection; waits for the
+    /// reply.
     template <op::any_op O>
     op::result_of<O> run(const O& operation);
 
