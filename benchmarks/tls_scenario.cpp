@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/tls_scenario.cpp: the tls scenario (tls_scenario.hpp).
 #include "tls_scenario.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // benchmarks/tls_scenario.hpp: the tls scenario of seatlock-bench: what TLS to Redis
 // (RedisOptions::tls) costs against plain TCP. One private redis-server serving both (a
 // TLS port beside its plain one, certificates made with openssl at run time); lock and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/tls.cpp: the OpenSSL context and per-connection settings of TLS to Redis.
 #include "tls.hpp"
 

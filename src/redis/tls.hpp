@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/redis/tls.hpp: TLS to Redis (RedisOptions::tls) for the pipelined connections: the
 // OpenSSL context a backend's connections share (trusted CAs, client certificate), what
 // each new connection sets before its handshake (SNI, the name to verify), and the words

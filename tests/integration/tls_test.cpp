@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/integration/tls_test.cpp: TLS to Redis (RedisOptions::tls, rediss:// URLs) against
 // Debian's redis-server serving TLS on a port of its own, with a CA and certificates made
 // by the openssl command line for each case. Holds and locks through both APIs, every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/support/tls_certificates.hpp: certificates for TLS to a private redis-server, made
 // at run time with the openssl command line: a CA, a server certificate it signed (for
 // 127.0.0.1 and localhost), a client certificate it signed, and another CA that signed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The server's command line (examples/ticketing_server/options.hpp), parsed in process:
 // every numeric flag takes its bounds and refuses a number past either one, or no
 // number, with exit code 2 and a message naming the flag; other mistakes alike.
