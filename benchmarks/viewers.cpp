@@ -85,6 +85,9 @@ public:
         std::vector<std::string> args{"--backend", std::string(kind_name(kind)), "--threads",
                                       std::to_string(allowed_cpus().size()), "--venue",
                                       venue_file};
+        // Another frame budget to compare (the server's default otherwise).
+        if (const char* budget = std::getenv("SEATLOCK_BENCH_FRAME_BUDGET"))
+            args.insert(args.end(), {"--stream-frame-budget", budget});
         if (kind == Kind::redis) {
             Connection::expect(stats_->command({"FLUSHALL"}), REDIS_REPLY_STATUS, "FLUSHALL");
             args.insert(args.end(), {"--redis-url", redis_->url()});

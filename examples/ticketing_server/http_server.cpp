@@ -429,7 +429,8 @@ private:
     void compose() {
         if (!streaming_ || ended_ || !dirty_) return;
         const auto now = std::chrono::steady_clock::now();
-        if (now - last_frame_ < limits_.coalesce) return wait_until(tick_after(last_frame_ + limits_.coalesce));
+        const auto period = coalesce_period();
+        if (now - last_frame_ < period) return wait_until(tick_after(last_frame_ + period));
         dirty_ = false;
         const auto frame = api_.feed().frame_after(stream_event_, sent_, tick_of(now));
         if (frame.behind) {
@@ -451,7 +452,7 @@ private:
             return end_stream();
         }
         flush();
-        if (dirty_) wait_until(tick_after(last_frame_ + limits_.coalesce));
+        if (dirty_) wait_until(tick_after(last_frame_ + period));
     }
 
     // Composes again at `tick`, a process-wide tick (tick_after): viewers that keep up
@@ -470,18 +471,27 @@ private:
         });
     }
 
+    // The time between two frames of a viewer: `coalesce`, or longer when the viewers are
+    // more than `frame_budget` frames a second at that pace (HttpLimits::frame_budget).
+    std::chrono::steady_clock::duration coalesce_period() const {
+        using std::chrono::steady_clock;
+        const auto floor = std::chrono::duration_cast<steady_clock::duration>(limits_.coalesce);
+        const auto viewers = std::max<std::int64_t>(metrics_.open_streams(), 1);
+        const auto shared = std::chrono::duration_cast<steady_clock::duration>(std::chrono::seconds(1)) *
+                            viewers / static_cast<std::int64_t>(std::max<std::size_t>(limits_.frame_budget, 1));
+        return std::max(floor, shared);
+    }
+
     // The number of the coalescing period `t` is in (frame_after's tick).
     std::int64_t tick_of(std::chrono::steady_clock::time_point t) const {
-        const auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-            limits_.coalesce);
+        const auto period = coalesce_period();
         const auto since_epoch = t.time_since_epoch();
         return period.count() <= 0 ? since_epoch.count() : since_epoch / period;
     }
 
-    // The first multiple of `coalesce` (on the steady clock) at or after `t`.
+    // The first multiple of the coalescing period (on the steady clock) at or after `t`.
     std::chrono::steady_clock::time_point tick_after(std::chrono::steady_clock::time_point t) const {
-        const auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-            limits_.coalesce);
+        const auto period = coalesce_period();
         if (period.count() <= 0) return t;
         const auto since_epoch = t.time_since_epoch();
         const auto ticks = (since_epoch + period - std::chrono::steady_clock::duration(1)) / period;

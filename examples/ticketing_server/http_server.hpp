@@ -45,6 +45,11 @@ struct HttpLimits {
     /// Seat map streams: frames at most this often per viewer (changes in between are
     /// sent together).
     std::chrono::milliseconds coalesce{100};
+    /// Seat map streams: the frames a second all of this process's streams may take
+    /// together. With more viewers than that at one frame per `coalesce`, every viewer's
+    /// period grows alike (viewers / frame_budget seconds): frames carry more changes
+    /// each, and the server keeps up instead of queueing them.
+    std::size_t frame_budget = 25000;
     /// Seat map streams: a comment after this long without a frame.
     std::chrono::milliseconds heartbeat{15000};
     /// Seat map streams: a viewer with more unsent bytes than this is cut off.

@@ -175,6 +175,7 @@ int serve(const ServerOptions& options) {
     limits.heartbeat = options.stream_heartbeat;
     limits.buffer_limit = options.stream_buffer;
     limits.send_buffer = options.stream_send_buffer;
+    limits.frame_budget = options.stream_frame_budget;
     HttpServer server(contexts, endpoint, api, metrics, limits);
     ExpiryDrain drain(ioc.get_executor(), ticketing, drain_period);
     std::vector<std::jthread> workers;

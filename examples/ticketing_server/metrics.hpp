@@ -47,6 +47,8 @@ public:
     void stream_viewers(std::int64_t delta) {
         viewers_.fetch_add(delta, std::memory_order_relaxed);
     }
+    /// The stream viewers open now.
+    [[nodiscard]] std::int64_t open_streams() const { return viewers_.load(std::memory_order_relaxed); }
     /// A frame (not a heartbeat) queued to a stream viewer.
     void stream_frame() { frames_.fetch_add(1, std::memory_order_relaxed); }
     /// A heartbeat comment sent to an idle stream viewer.

@@ -77,6 +77,8 @@ usage: seatlock-ticketing [flags]
                           cut off (default 262144)
   --stream-send-buffer BYTES  seat map streams: each socket's kernel send buffer, which
                           a stalled viewer fills before it falls behind (default 65536)
+  --stream-frame-budget N  seat map streams: frames a second all viewers take together;
+                          past it each viewer's frames come less often (default 25000)
   --help                  this text
 
 Stops cleanly on SIGINT or SIGTERM: in-flight requests are answered first.
@@ -172,6 +174,13 @@ std::variant<ServerOptions, EarlyExit> parse_options(const std::vector<std::stri
              if (!n || *n < 4096 || *n > (std::int64_t{1} << 24))
                  return "expects bytes from 4096 to 16777216";
              options.stream_send_buffer = static_cast<int>(*n);
+             return std::nullopt;
+         }},
+        {"--stream-frame-budget",
+         [&](std::string_view v) -> std::optional<std::string> {
+             const auto n = parse_integer(v);
+             if (!n || *n < 10 || *n > 10000000) return "expects frames a second from 10 to 10000000";
+             options.stream_frame_budget = static_cast<std::size_t>(*n);
              return std::nullopt;
          }},
     };

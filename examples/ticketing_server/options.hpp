@@ -39,6 +39,9 @@ struct ServerOptions {
     std::size_t stream_buffer = 256 * 1024;
     /// Seat map streams: each stream socket's kernel send buffer (SO_SNDBUF).
     int stream_send_buffer = 64 * 1024;
+    /// Seat map streams: the frames a second all streams may take together
+    /// (HttpLimits::frame_budget).
+    std::size_t stream_frame_budget = 25000;
 };
 
 /// What main() should do instead of serving: print `text` (to stdout when exit_code is

@@ -44,7 +44,7 @@ TEST_CASE("each numeric flag takes its bounds and refuses past them, or no numbe
         {"--hold-ttl", 1, 7200},           {"--threads", 1, 256},
         {"--feed-interval-ms", 1, 60000},  {"--feed-retained", 1, 10000000},
         {"--stream-heartbeat-ms", 10, 3600000}, {"--stream-buffer", 1024, 1LL << 30},
-        {"--stream-send-buffer", 4096, 1LL << 24},
+        {"--stream-send-buffer", 4096, 1LL << 24}, {"--stream-frame-budget", 10, 10000000},
     };
     for (const auto& b : bounds) {
         CAPTURE(b.flag);
@@ -59,6 +59,7 @@ TEST_CASE("each numeric flag takes its bounds and refuses past them, or no numbe
     CHECK(accepted({"--stream-send-buffer", "8192"}).stream_send_buffer == 8192);
     CHECK(accepted({"--stream-buffer", "2048"}).stream_buffer == 2048);
     CHECK(accepted({"--feed-retained=7"}).feed_retained == 7);
+    CHECK(accepted({"--stream-frame-budget", "500"}).stream_frame_budget == 500);
 }
 
 TEST_CASE("an unknown flag, a bad backend, listen address or Redis URL is refused naming it; --help exits 0") {

@@ -502,6 +502,52 @@ TEST_CASE("an idle stream gets a heartbeat comment at the configured interval") 
     CHECK(metric(client, "seatlock_ticketing_stream_heartbeats_total") >= 3);
 }
 
+TEST_CASE("past the frame budget every viewer's frames come less often, each carrying what it missed") {
+    MemoryStorage storage;
+    TicketingServer server(on(storage, {"--stream-frame-budget", "50"}));
+    INFO(server.log());
+    auto client = server.client();
+    std::vector<std::unique_ptr<SseClient>> viewers;
+    for (int v = 0; v < 25; ++v) {
+        viewers.push_back(std::make_unique<SseClient>(server.port(), stream_url));
+        REQUIRE(viewers.back()->next_frame());  // the map
+    }
+    REQUIRE(eventually([&] { return metric(client, "seatlock_ticketing_stream_viewers") == 25; }));
+    // 25 viewers at 50 frames a second together: one frame each per 500 ms at most.
+    const auto frames_before = metric(client, "seatlock_ticketing_stream_frames_total");
+    std::atomic<bool> done{false};
+    std::thread buyer([&] {
+        auto mine = server.client();
+        while (!done) {
+            const auto held = mine.post("/events/demo-game/holds", seats_body("upper-1", {"A-1"}), "ann");
+            if (held.status == 201)
+                mine.del("/holds/" + std::string(held.json().at("token").as_string()), "ann");
+        }
+    });
+    const auto started = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(2s);
+    // Every viewer still follows: its next frame brings it to a version as recent as the
+    // server's.
+    const auto frames = metric(client, "seatlock_ticketing_stream_frames_total") - frames_before;
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    done = true;
+    buyer.join();
+    MESSAGE(frames << " frames to 25 viewers in " << seconds << " s");
+    CHECK(frames > 0);
+    // At most one frame per viewer per 500 ms (and one more at the edges); without the
+    // budget, one per 100 ms whenever the buyer moved the map on.
+    CHECK(static_cast<double>(frames) <= 25.0 * (seconds / 0.5 + 1.0));
+    const auto latest = version_of(client.get(seats_url));
+    for (auto& viewer : viewers) {
+        std::uint64_t seen = 0;
+        CHECK(eventually([&] {
+            while (const auto frame = viewer->next_frame(50ms)) seen = std::stoull(frame->id);
+            return seen >= latest;
+        }, 5s));
+    }
+}
+
 TEST_CASE("a viewer that does not read is cut off; another keeps receiving and sales go on") {
     MemoryStorage storage;
     // Small buffers: frames name only the seats that differ, so a stalled viewer's bytes
