@@ -14,6 +14,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <mutex>
 #include <thread>
 
 // The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
@@ -50,11 +51,13 @@ long long function_loads(seatlock::testing::RedisAdmin& admin) {
     return line == std::string::npos ? 0 : std::stoll(info.substr(line + field.size()));
 }
 
-// One hold and its release: true when both worked.
-bool hold_and_release(seatlock::SeatHoldStore<seatlock::RedisBackend>& store,
-                      const std::string& holder) {
+// One hold and its release: "" when both worked, else what failed.
+std::string hold_and_release(seatlock::SeatHoldStore<seatlock::RedisBackend>& store,
+                             const std::string& holder) {
     auto h = store.hold("game1", holder, seatlock::quantity("bleachers", 2));
-    return h && store.release(h->token);
+    if (!h) return "hold: " + h.error().message();
+    auto released = store.release(h->token);
+    return released ? "" : "release: " + released.error().message();
 }
 
 }  // namespace
@@ -69,15 +72,23 @@ TEST_CASE("FUNCTION FLUSH while calls run: every call keeps working") {
 
     std::atomic<bool> stop{false};
     std::atomic<int> ok{0}, failed{0};
+    std::mutex mutex;
+    std::vector<std::string> failures;  // guarded by mutex
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t) {
         threads.emplace_back([&, t] {
             while (!stop) {
-                const bool held = hold_and_release(store, "h" + std::to_string(t));
+                std::string failure = hold_and_release(store, "h" + std::to_string(t));
                 auto guard = locks.try_lock("game1:L-" + std::to_string(t));
-                bool locked = false;
-                if (guard) locked = bool(guard->unlock());
-                (held && locked ? ok : failed) += 1;
+                if (!guard) failure += " try_lock: " + guard.error().message();
+                else if (auto unlocked = guard->unlock(); !unlocked) failure += " unlock: " + unlocked.error().message();
+                if (failure.empty()) {
+                    ++ok;
+                } else {
+                    ++failed;
+                    std::lock_guard lock(mutex);
+                    failures.push_back(failure);
+                }
             }
         });
     }
@@ -86,11 +97,15 @@ TEST_CASE("FUNCTION FLUSH while calls run: every call keeps working") {
         std::this_thread::sleep_for(20ms);
         admin.expect_ok({"FUNCTION", "FLUSH"});
     }
-    std::this_thread::sleep_for(20ms);
+    // Calls go on after the last flush: some more pairs, however slow the machine.
+    const int ok_at_last_flush = ok.load();
+    const auto deadline = Clock::now() + 10s;
+    while (ok.load() < ok_at_last_flush + 20 && Clock::now() < deadline) std::this_thread::sleep_for(5ms);
     stop = true;
     for (auto& t : threads) t.join();
     CHECK(failed == 0);
-    CHECK(ok > 20);
+    for (const auto& f : failures) MESSAGE(f);
+    CHECK(ok >= ok_at_last_flush + 20);
     CHECK(function_loads(admin) > loads_before);  // the reload did run
 }
 
@@ -108,7 +123,7 @@ TEST_CASE("CLIENT KILL of the pool's connections: the next calls reconnect and w
         for (int t = 0; t < 4; ++t) {
             threads.emplace_back([&, t] {
                 for (int i = 0; i < 20; ++i) {
-                    if (!hold_and_release(store, "k" + std::to_string(t))) ++failed;
+                    if (!hold_and_release(store, "k" + std::to_string(t)).empty()) ++failed;
                 }
             });
         }
