@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/every_path.hpp"
 #include "support/redis_admin.hpp"
 #include "support/redis_setup.hpp"
 #include "support/tls_certificates.hpp"
@@ -161,27 +162,8 @@ TEST_CASE("holds and locks over TLS through both APIs, every connection on the T
     REQUIRE(backend.ping());
     create_game(store);
 
-    // A blocking call alone, an asynchronous call, blocking calls of several threads.
-    auto alone = store.hold("game1", "alone", seatlock::quantity("ga", 1));
-    REQUIRE(alone);
-    auto async =
-        store.async_hold("game1", "async", seatlock::quantity("ga", 2), boost::asio::use_future)
-            .get();
-    REQUIRE(async);
-    CHECK(async->seats.size() == 2);
-    std::atomic<int> held{0};
-    std::vector<std::thread> threads;
-    for (int i = 0; i < 8; ++i) {
-        threads.emplace_back([&store, &held, i] {
-            if (store.hold("game1", "thread-" + std::to_string(i), seatlock::quantity("ga", 1)))
-                ++held;
-        });
-    }
-    for (auto& t : threads) t.join();
-    CHECK(held == 8);
-    CHECK(store.release(alone->token));
-    CHECK(store.async_release(async->token, boost::asio::use_future).get());
-    CHECK(store.seats("game1", std::string("ga")).value().at(0).held == 8);
+    // Blocking calls alone and of several threads, asynchronous calls: all over TLS.
+    seatlock::testing::hold_on_every_path(store);
 
     // Locks, blocking and asynchronous: the second of a key is refused while it is held.
     seatlock::LockManager locks(backend);

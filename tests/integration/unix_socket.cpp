@@ -4,6 +4,7 @@
 // threads), goes through the server's Unix domain socket, never TCP; a path nobody
 // listens on fails the call with connection_failed naming it; a restarted server is
 // reached again through the same path.
+#include "support/every_path.hpp"
 #include "support/redis_admin.hpp"
 #include "support/redis_setup.hpp"
 
@@ -81,35 +82,15 @@ TEST_CASE("blocking and asynchronous calls go through the Unix socket, none over
     seatlock::RedisBackend& backend = venue.backend;
     auto& store = venue.store;
 
-    // A blocking call alone: a pooled connection.
-    auto alone = store.hold("game1", "alone", seatlock::quantity("ga", 1));
-    REQUIRE(alone);
-    // An asynchronous call: the pipelined connection.
-    auto async =
-        store.async_hold("game1", "async", seatlock::quantity("ga", 2), boost::asio::use_future)
-            .get();
-    REQUIRE(async);
-    CHECK(async->seats.size() == 2);
-    // Blocking calls of several threads at once: the pipelined connection too.
-    std::atomic<int> held{0};
-    std::vector<std::thread> threads;
-    for (int i = 0; i < 8; ++i) {
-        threads.emplace_back([&store, &held, i] {
-            if (store.hold("game1", "thread-" + std::to_string(i), seatlock::quantity("ga", 1)))
-                ++held;
-        });
-    }
-    for (auto& t : threads) t.join();
-    CHECK(held == 8);
-    // Locks too, and releases.
+    // Blocking calls alone and of several threads, asynchronous calls: all through the
+    // socket.
+    seatlock::testing::hold_on_every_path(store);
+    // Locks too.
     seatlock::LockManager locks(backend);
     {
         auto guard = locks.try_lock("game1:row-a");
         REQUIRE(guard);
     }
-    CHECK(store.release(alone->token));
-    CHECK(store.async_release(async->token, boost::asio::use_future).get());
-    CHECK(store.seats("game1", std::string("ga")).value().at(0).held == 8);
 
     RedisAdmin admin(server.port());
     const auto seen = clients_of(admin);
