@@ -430,14 +430,14 @@ private:
         if (!streaming_ || ended_ || !dirty_) return;
         const auto now = std::chrono::steady_clock::now();
         const auto period = coalesce_period();
-        if (now - last_frame_ < period) return wait_until(tick_after(last_frame_ + period));
+        if (now - last_frame_ < period) return wait_until(tick_after(last_frame_ + period, period));
         dirty_ = false;
-        const auto frame = api_.feed().frame_after(stream_event_, sent_, tick_of(now));
+        const auto frame = api_.feed().frame_after(stream_event_, sent_, tick_of(now, period));
         if (frame.behind) {
             // The tick's frame leads to an older snapshot than the latest: the rest on the
             // next tick.
             dirty_ = true;
-            if (!frame.text) return wait_until(tick_after(now + std::chrono::steady_clock::duration(1)));
+            if (!frame.text) return wait_until(tick_after(now + std::chrono::steady_clock::duration(1), period));
         }
         if (!frame.text) return;
         pending_ += *frame.text;
@@ -452,7 +452,7 @@ private:
             return end_stream();
         }
         flush();
-        if (dirty_) wait_until(tick_after(last_frame_ + period));
+        if (dirty_) wait_until(tick_after(last_frame_ + period, period));
     }
 
     // Composes again at `tick`, a process-wide tick (tick_after): viewers that keep up
@@ -482,16 +482,16 @@ private:
         return std::max(floor, shared);
     }
 
-    // The number of the coalescing period `t` is in (frame_after's tick).
-    std::int64_t tick_of(std::chrono::steady_clock::time_point t) const {
-        const auto period = coalesce_period();
+    // The number of the coalescing period (`period` long) `t` is in (frame_after's tick).
+    static std::int64_t tick_of(std::chrono::steady_clock::time_point t,
+                                std::chrono::steady_clock::duration period) {
         const auto since_epoch = t.time_since_epoch();
         return period.count() <= 0 ? since_epoch.count() : since_epoch / period;
     }
 
-    // The first multiple of the coalescing period (on the steady clock) at or after `t`.
-    std::chrono::steady_clock::time_point tick_after(std::chrono::steady_clock::time_point t) const {
-        const auto period = coalesce_period();
+    // The first multiple of `period` (on the steady clock) at or after `t`.
+    static std::chrono::steady_clock::time_point tick_after(std::chrono::steady_clock::time_point t,
+                                                            std::chrono::steady_clock::duration period) {
         if (period.count() <= 0) return t;
         const auto since_epoch = t.time_since_epoch();
         const auto ticks = (since_epoch + period - std::chrono::steady_clock::duration(1)) / period;
