@@ -70,7 +70,10 @@ end
 local out, capacities, count, more, last = {}, {}, 0, 0, version
 local from = '(' .. digits(after) .. '-0'
 while more == 0 do
-  local entries = call('XRANGE', K.log, from, '+', 'COUNT', 100)
+  -- Every entry holds one change or more: limit - count + 1 entries are all this call can
+  -- answer, and the one past them tells whether there are more.
+  local want = math.min(100, limit - count + 1)
+  local entries = call('XRANGE', K.log, from, '+', 'COUNT', want)
   for _, entry in ipairs(entries) do
     -- The entry (common_records.lua, write_log): groups of a zone's counts and seats in
     -- one state; one change per seat, or the zone's (no seats).
@@ -99,7 +102,7 @@ while more == 0 do
     last = v
     from = '(' .. entry[1]
   end
-  if #entries < 100 then break end
+  if #entries < want then break end
 end
 if more == 0 then last = version end
 local zones = {}
