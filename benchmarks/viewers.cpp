@@ -210,6 +210,10 @@ struct Derived {
     std::optional<double> redis_cpu_ratio;
     std::optional<double> rss_kib_per_viewer;
     std::optional<double> server_cpu_us_per_viewer_s;
+    std::optional<double> server_cpu_us_per_frame;  // the viewers' share, per frame sent
+    // The machine's cores the run kept busy: the server, the load generator (buyers and
+    // viewers) and Redis, each its CPU seconds per second.
+    double cores_busy = 0;
     std::uint64_t dropped = 0;
 };
 
@@ -237,6 +241,9 @@ Derived derive(const ViewerRun& r, const ViewerRun* base) {
         }
     }
     if (v > 0) d.rss_kib_per_viewer = static_cast<double>(r.server_rss_kib - r.server_rss_kib_before) / v;
+    if (r.m.seconds > 0)
+        d.cores_busy = (r.server_cpu_seconds + (r.redis ? r.redis->cpu_seconds : 0)) / r.m.seconds +
+                       r.m.cores_used();
     if (!base || !base->measured() || r.m.seconds <= 0) return d;
     d.sales_ratio = ratio(d.pairs_per_s, base->m.ops_per_second());
     d.hold_p99_ratio = ratio(d.hold_p99_ms, base->m.first_step.quantile_us(0.99) / 1000);
@@ -244,6 +251,9 @@ Derived derive(const ViewerRun& r, const ViewerRun* base) {
     const double seconds = r.m.seconds;
     d.server_cpu_us_per_viewer_s =
         (r.server_cpu_seconds / seconds - base->server_cpu_seconds / base->m.seconds) * 1e6 / v;
+    if (r.viewers.frames > 0)
+        d.server_cpu_us_per_frame = *d.server_cpu_us_per_viewer_s * v * seconds /
+                                    static_cast<double>(r.viewers.frames);
     if (r.redis && base->redis && base->m.ops > 0) {
         // The server's calls are function calls (FCALL), each a request of its own. The
         // seat-map reader's are counted by the server itself; the sales' are the run without
@@ -362,15 +372,17 @@ void print_viewer_figures(const ViewersResult& result, bool quick) {
     if (result.runs.empty()) return;
     fmt::print("\n### viewers: what each viewer costs (against the run without viewers)\n\n");
     fmt::print("| backend | viewers | Redis calls / viewer-s | Redis CPU us / viewer-s | Redis CPU x "
-               "none | server RSS KiB / viewer | server CPU us / viewer-s | holds followed |\n");
-    fmt::print("|---|---|---:|---:|---:|---:|---:|---:|\n");
+               "none | server RSS KiB / viewer | server CPU us / viewer-s | server CPU us / frame | "
+               "cores busy | holds followed |\n");
+    fmt::print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (const auto& r : result.runs) {
         if (!r.measured() || r.mix.viewers() == 0) continue;
         const Derived d = derive(r, base_of(result, r));
-        fmt::print("| {} | {} | {} | {} | {} | {} | {} | {} |\n", kind_name(r.kind), r.mix.name,
-                   cell(d.redis_calls_per_viewer_s, "{:.3f}"), cell(d.redis_cpu_us_per_viewer_s),
-                   cell(d.redis_cpu_ratio), cell(d.rss_kib_per_viewer, "{:.1f}"),
-                   cell(d.server_cpu_us_per_viewer_s, "{:.1f}"), r.probes);
+        fmt::print("| {} | {} | {} | {} | {} | {} | {} | {} | {:.2f} | {} |\n", kind_name(r.kind),
+                   r.mix.name, cell(d.redis_calls_per_viewer_s, "{:.3f}"),
+                   cell(d.redis_cpu_us_per_viewer_s), cell(d.redis_cpu_ratio),
+                   cell(d.rss_kib_per_viewer, "{:.1f}"), cell(d.server_cpu_us_per_viewer_s, "{:.1f}"),
+                   cell(d.server_cpu_us_per_frame, "{:.1f}"), d.cores_busy, r.probes);
     }
     for (const auto& r : result.runs) {
         if (r.measured() && r.holds > 0 && r.holds_with_version == 0) {
@@ -540,6 +552,8 @@ boost::json::object viewers_json(const ViewersResult& result) {
         }
         j["server_cpu_seconds"] = r.server_cpu_seconds;
         j["server_cpu_us_per_viewer_second"] = maybe(d.server_cpu_us_per_viewer_s);
+        j["server_cpu_us_per_frame"] = maybe(d.server_cpu_us_per_frame);
+        j["cores_busy"] = d.cores_busy;
         j["server_rss_kib_before"] = r.server_rss_kib_before;
         j["server_rss_kib"] = r.server_rss_kib;
         j["server_rss_kib_per_viewer"] = maybe(d.rss_kib_per_viewer);

@@ -10,8 +10,7 @@ set(LIBRARY_PATH ${prefix}/${LIBDIR})
 
 step(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/quickstart -B ${WORK_DIR}/build
-     -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release
-     "-DCMAKE_CXX_FLAGS=${CONSUMER_FLAGS}")
+     -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_CXX_COMPILER=${CXX})
 step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run_quickstart(${WORK_DIR}/build/quickstart)
 
@@ -21,7 +20,7 @@ step(${CMAKE_COMMAND} -E env "PKG_CONFIG_PATH=${prefix}/${LIBDIR}/pkgconfig"
      ${PKG_CONFIG} --define-variable=prefix=${prefix} --cflags --libs seatlock)
 string(STRIP "${last_output}" pc_flags)
 message(STATUS "pkg-config --cflags --libs seatlock: ${pc_flags}")
-separate_arguments(pc_flags UNIX_COMMAND "${CONSUMER_FLAGS} ${pc_flags}")
+separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
 step(${CXX} -std=c++20 ${SOURCE_DIR}/examples/quickstart/main.cpp ${pc_flags}
      -o ${WORK_DIR}/quickstart-pkg-config)
 run_quickstart(${WORK_DIR}/quickstart-pkg-config)
