@@ -431,10 +431,11 @@ Api::Answer Api::route(Call& call) {
         std::array<std::string_view, 3> pattern;  // "*" matches one segment; "" ends it
         Handler handler;
     };
-    static constexpr std::array<Route, 13> routes = {{
+    static constexpr std::array<Route, 14> routes = {{
         {http::verb::get, {""}, &Api::page},
         {http::verb::get, {"assets", "*"}, &Api::asset},
         {http::verb::get, {"healthz"}, &Api::healthz},
+        {http::verb::get, {"readyz"}, &Api::readyz},
         {http::verb::get, {"metrics"}, &Api::metrics},
         {http::verb::get, {"events"}, &Api::events},
         {http::verb::get, {"events", "*", "seats"}, &Api::seats},
@@ -493,6 +494,16 @@ Api::Answer Api::healthz(Call&) {
         co_return response;
     }
     co_return json_response(http::status::ok, json::object{{"status", "ok"}});
+}
+
+Api::Answer Api::readyz(Call&) {
+    if (auto why = ticketing_->not_ready()) {
+        auto response = json_response(http::status::service_unavailable,
+                                      json::object{{"status", "not_ready"}, {"reason", *why}});
+        response.set(http::field::retry_after, "1");
+        co_return response;
+    }
+    co_return json_response(http::status::ok, json::object{{"status", "ready"}});
 }
 
 Api::Answer Api::metrics(Call&) {

@@ -4,7 +4,8 @@
 // seatlock errors to status codes live here; connections, keep-alive and shutdown are
 // http_server.hpp's.
 //
-//   GET    /healthz                       200
+//   GET    /healthz                       200 (liveness; 503 while the storage lost data)
+//   GET    /readyz                        200, or 503 with the reason (Ticketing::not_ready)
 //   GET    /events                        200 {"events": [...]}
 //   GET    /events/{event}/seats[?zone=]  200 the seat map in the wire form (wire_form.hpp)
 //   GET    /events/{event}/seats?since=V  200 the changes after version V; 410 when gone
@@ -74,6 +75,7 @@ private:
     Answer route(Call& call);
 
     Answer healthz(Call& call);
+    Answer readyz(Call& call);
     Answer metrics(Call& call);
     Answer events(Call& call);
     Answer seats(Call& call);

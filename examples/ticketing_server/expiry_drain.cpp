@@ -19,7 +19,7 @@ namespace asio = boost::asio;
 
 namespace {
 constexpr auto prune_every = std::chrono::hours(1);
-constexpr auto probe_every = std::chrono::seconds(1);
+constexpr auto probe_every = std::chrono::milliseconds(750);
 }
 
 // What the job shares with whoever stops it: the timer it pauses on, on a strand of its own.
@@ -40,8 +40,9 @@ asio::awaitable<void> ExpiryDrain::run(std::shared_ptr<State> state, Ticketing& 
     while (!state->stopping) {
         std::string failure;
         try {
-            // A storage that went back to older data is found within a second, traffic or
-            // not; the drain right after repairs the venue.
+            // A storage that went back to older data, or stopped answering, is found within
+            // a second, traffic or not (Ticketing::not_ready); the drain right after
+            // repairs the venue.
             if (std::chrono::steady_clock::now() >= next_probe) {
                 // Due again one pass early: passes come every `period`, so probes come at
                 // most probe_every apart.

@@ -37,10 +37,12 @@
 #include <boost/asio/signal_set.hpp>
 #include <sys/resource.h>
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <cstdio>
+#include <functional>
 #include <future>
 #include <memory>
 #include <thread>
@@ -164,11 +166,17 @@ int serve(const ServerOptions& options) {
     SeatFeed feed(ticketing, metrics, event_ids, feed_options);
     Api api(ticketing, metrics, feed);
 
+    // The first SIGINT or SIGTERM starts the shutdown; a second cuts its drain short.
     std::promise<int> stop_signal;
+    std::atomic<int> signals_seen{0};
     asio::signal_set signals(ioc, SIGINT, SIGTERM);
-    signals.async_wait([&](const boost::system::error_code& ec, int signal) {
-        if (!ec) stop_signal.set_value(signal);
-    });
+    std::function<void(const boost::system::error_code&, int)> on_signal =
+        [&](const boost::system::error_code& ec, int signal) {
+            if (ec) return;
+            if (signals_seen.fetch_add(1) == 0) stop_signal.set_value(signal);
+            signals.async_wait(on_signal);
+        };
+    signals.async_wait(on_signal);
     const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(options.listen_host),
                                            options.listen_port);
     HttpLimits limits;
@@ -196,7 +204,20 @@ int serve(const ServerOptions& options) {
         options.hold_ttl.count(), options.threads);
 
     const int signal = stop_signal.get_future().get();
-    log("{} received: finishing in-flight requests", signal == SIGINT ? "SIGINT" : "SIGTERM");
+    const char* signal_name = signal == SIGINT ? "SIGINT" : "SIGTERM";
+    // /readyz answers 503 from now on; for `drain` the server goes on serving, so that a
+    // load balancer sees it not ready and sends its requests elsewhere before the
+    // listener closes.
+    ticketing.begin_draining();
+    if (options.drain.count() > 0) {
+        log("{} received: not ready, draining for {} s before the listener closes", signal_name,
+            options.drain.count());
+        const auto until = std::chrono::steady_clock::now() + options.drain;
+        while (std::chrono::steady_clock::now() < until && signals_seen.load() < 2)
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        if (signals_seen.load() >= 2) log("second signal: draining cut short");
+    }
+    log("{} received: finishing in-flight requests", signal_name);
     server.stop();
     if (!server.wait_idle(shutdown_grace)) {
         // A handler still running ends by itself (its waits are bounded by the lock wait

@@ -42,6 +42,9 @@ struct ServerOptions {
     /// Seat map streams: the frames a second all streams may take together
     /// (HttpLimits::frame_budget).
     std::size_t stream_frame_budget = 25000;
+    /// On SIGTERM or SIGINT: how long /readyz answers 503 while requests are still served,
+    /// before the listener closes (0: it closes at once). A second signal cuts it short.
+    std::chrono::seconds drain{0};
 };
 
 /// What main() should do instead of serving: print `text` (to stdout when exit_code is

@@ -111,12 +111,45 @@ Task<seatlock::EventVersion> Ticketing::check_version(std::string event) {
 
 Task<void> Ticketing::probe_versions() {
     if (lost_) co_return Result<void>();  // the next drain repairs the venue
-    for (const auto& event : venue_) {
-        auto checked = co_await check_version(event.id);
-        watch(checked);
-        if (!checked) co_return std::move(checked).error();
+    Result<void> outcome;
+    std::string failure;
+    try {
+        for (const auto& event : venue_) {
+            auto checked = co_await check_version(event.id);
+            watch(checked);
+            if (!checked) {
+                failure = checked.error().message();
+                outcome = std::move(checked).error();
+                break;
+            }
+        }
+    } catch (const std::exception& e) {  // the database's
+        failure = e.what();
     }
-    co_return Result<void>();
+    {
+        std::lock_guard lock(trouble_mutex_);
+        if (failure.empty()) probed_ok_ = std::chrono::steady_clock::now();
+        probe_failure_ = failure;
+    }
+    if (outcome && !failure.empty()) throw std::runtime_error(failure);  // the drain logs it
+    co_return outcome;
+}
+
+std::optional<std::string> Ticketing::not_ready() const {
+    if (draining_) return "draining: the server is shutting down";
+    if (auto lost = trouble()) return "storage_lost: " + *lost;
+    std::lock_guard lock(trouble_mutex_);
+    if (!probe_failure_.empty()) return "probe failed: " + probe_failure_;
+    const auto age = std::chrono::steady_clock::now() - *probed_ok_;
+    if (age > probe_fresh) {
+        return fmt::format("no probe of the storage and the database ended in the last {} ms",
+                           std::chrono::duration_cast<std::chrono::milliseconds>(age).count());
+    }
+    return std::nullopt;
+}
+
+void Ticketing::begin_draining() {
+    draining_ = true;
 }
 
 Task<void> Ticketing::recover(seatlock::EventSpec event) {

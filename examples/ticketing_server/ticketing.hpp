@@ -54,6 +54,18 @@ public:
     /// not repaired yet), or nothing when healthy.
     std::optional<std::string> trouble() const;
 
+    /// Why this server should not be sent traffic now (GET /readyz), or nothing: the venue
+    /// is being repaired after a storage loss (trouble()); the server is draining
+    /// (begin_draining()); or the storage and the database were not both reached by a
+    /// probe (probe_versions(), at most 750 ms apart) within `probe_fresh`: the last one failed,
+    /// or none has ended since. Reads only what the probes noted: no storage call.
+    std::optional<std::string> not_ready() const;
+    /// How recent a successful probe must be for not_ready() to say nothing.
+    static constexpr std::chrono::milliseconds probe_fresh{2500};
+    /// From now on not_ready() says the server is draining (SIGTERM's window in which a
+    /// load balancer stops sending it requests before its listener closes).
+    void begin_draining();
+
     /// What is on sale: the venue's events, from memory (no storage call).
     Task<std::vector<seatlock::EventSpec>> events();
     /// The state of every seat of `event` at one version (the seat feed's whole read).
@@ -105,7 +117,8 @@ public:
     /// Compares each event's version in the storage with what this server saw and what
     /// the database recorded: one storage read per event, cheap enough to run every
     /// second. A storage that went back to older data is found so with no buyer acting:
-    /// trouble() says so, and the next drain_expired() repairs the venue.
+    /// trouble() says so, and the next drain_expired() repairs the venue. Its outcome is
+    /// noted for not_ready().
     Task<void> probe_versions();
 
 private:
@@ -148,6 +161,11 @@ private:
     std::atomic<std::uint64_t> repairs_{0};
     mutable std::mutex trouble_mutex_;
     std::string trouble_;
+    // What the last probe_versions() found (trouble_mutex_): when one last succeeded,
+    // and the last failure since ("" when it succeeded).
+    std::optional<std::chrono::steady_clock::time_point> probed_ok_;
+    std::string probe_failure_ = "the storage has not been probed yet";
+    std::atomic<bool> draining_{false};
     // Each event's storage epoch (Database::storage_epoch), only ever raised.
     mutable std::mutex epochs_mutex_;
     std::map<std::string, std::int64_t, std::less<>> epochs_;

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: MIT
+// tests/system/readiness_test.cpp: GET /readyz of the built server, which a load balancer
+// asks before sending it requests: 503 within 2 s of its Redis stopping or coming back
+// empty (the probe finds both with no buyer acting), 200 again once the storage answers
+// and the venue is repaired; 503 from SIGTERM on, for the drain window, while requests
+// are still served. /healthz stays liveness.
+#include <csignal>
+
+#include "support/redis_server.hpp"
+#include "support/system_test.hpp"
+
+// The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
+namespace readiness_test {
+
+using namespace seatlock::testing;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const std::string event = "demo-game";
+const std::string zone = "lower-1";
+
+// Two seconds, the bound the readiness promises (a probe every second, each bounded by
+// the storage's command timeout); sanitizer builds run the server several times slower:
+// a second more.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr auto ready_bound = 3000ms;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr auto ready_bound = 3000ms;
+#else
+constexpr auto ready_bound = 2000ms;
+#endif
+#else
+constexpr auto ready_bound = 2000ms;
+#endif
+
+// How long /readyz took to answer `status` (polling every 10 ms), or nullopt after 15 s.
+std::optional<std::chrono::milliseconds> until_readyz(HttpClient& client, int status) {
+    const auto from = Clock::now();
+    while (Clock::now() - from < 15s) {
+        if (client.get("/readyz").status == status)
+            return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - from);
+        std::this_thread::sleep_for(10ms);
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+TEST_CASE("/readyz is 200 on a working server and 503 within 2 s of its Redis stopping; 200 once "
+          "it is back and the venue repaired" *
+          doctest::timeout(90)) {
+    RedisServer redis;
+    TicketingServer server({{"--backend", "redis", "--redis-url", redis.url()}, std::nullopt});
+    INFO(server.log());
+    auto client = server.client();
+    REQUIRE(until_readyz(client, 200));
+    const auto held = client.post("/events/" + event + "/holds", seats_body(zone, {"A-1"}),
+                                  std::string("alice"));
+    REQUIRE_MESSAGE(held.status == 201, held.body);
+    const std::string token(held.json().at("token").as_string());
+    const auto paid = client.post("/holds/" + token + "/confirm", R"({"payment_id":"pay-1"})",
+                                  std::string("alice"));
+    REQUIRE_MESSAGE(paid.status == 200, paid.body);
+
+    redis.stop();  // no persistence: it comes back empty
+    const auto down = until_readyz(client, 503);
+    REQUIRE_MESSAGE(down, "/readyz still 200 15 s after Redis stopped");
+    MESSAGE("503 " << down->count() << " ms after Redis stopped");
+    CHECK(*down <= ready_bound);
+    const auto why = client.get("/readyz");
+    CHECK(why.json().at("status") == "not_ready");
+    CHECK(!std::string(why.json().at("reason").as_string()).empty());
+    CHECK(why.header("Retry-After") == "1");
+    CHECK(client.get("/healthz").status == 200);  // liveness: the process itself is well
+
+    redis.restart();
+    const auto up = until_readyz(client, 200);
+    REQUIRE_MESSAGE(up, "/readyz not 200 15 s after Redis came back: " << client.get("/readyz").body);
+    // Ready means repaired: the paid seat reads paid again.
+    CHECK(seat_states(client, event, zone).at("A-1") == "paid");
+}
+
+TEST_CASE("/readyz is 503 within 2 s of Redis coming back empty with no buyer acting, and 200 "
+          "once the venue is repaired" *
+          doctest::timeout(90)) {
+    RedisServer redis;
+    TicketingServer server({{"--backend", "redis", "--redis-url", redis.url()}, std::nullopt});
+    INFO(server.log());
+    auto client = server.client();
+    REQUIRE(until_readyz(client, 200));
+
+    redis.restart();  // stopped and started at once: empty, the outage too short to see
+    const auto lost = until_readyz(client, 503);
+    REQUIRE_MESSAGE(lost, "/readyz still 200 15 s after Redis came back empty");
+    MESSAGE("503 " << lost->count() << " ms after Redis came back empty");
+    CHECK(*lost <= ready_bound);
+    const auto up = until_readyz(client, 200);
+    REQUIRE_MESSAGE(up, "/readyz not 200 15 s after the loss: " << client.get("/readyz").body);
+    CHECK(client.get("/healthz").status == 200);
+}
+
+}  // namespace readiness_test
