@@ -277,9 +277,9 @@ po::options_description describe(const std::vector<Flag>& table, bool with_help,
     for (const auto& flag : table) {
         std::string help = flag.help;
         if (for_usage) {
-            help += "\n";
-            if (!flag.default_text.empty()) help += "default " + flag.default_text + "; ";
-            help += "env " + env_name(flag.name);
+            // The variable first, at the start of its line: never split.
+            help += "\nenv " + env_name(flag.name);
+            if (!flag.default_text.empty()) help += "; default " + flag.default_text;
         }
         description.add_options()(
             flag.name.c_str(), po::value<std::string>()->value_name(flag.value_name), help.c_str());
