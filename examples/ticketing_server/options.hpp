@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // options.hpp: the configuration of seatlock-ticketing, parsed into ServerOptions.
 //
-// Every flag can be given in three places (Boost.Program_options reads them): on the
-// command line (--stream-frame-budget 500), in the environment
-// (SEATLOCK_TICKETING_STREAM_FRAME_BUDGET=500) and in a config file named by --config
-// (`stream-frame-budget = 500`). The command line wins over the environment, which wins
+// Every flag can be given in three places: on the command line (--stream-frame-budget
+// 500), in the environment (SEATLOCK_TICKETING_STREAM_FRAME_BUDGET=500) and in a config
+// file named by --config (`stream-frame-budget = 500`); Boost.Program_options reads the
+// command line and the file. The command line wins over the environment, which wins
 // over the file, which wins over the defaults. Every value given is checked, also one
 // that a higher place overrides.
 //
