@@ -138,13 +138,13 @@ TEST_CASE(
     // The server exits at start, its log saying why (TicketingServer throws with it).
     const TicketingServer::Options options{{"--backend", "redis"}, std::nullopt};
     TicketingServer::Environment environment = {{"SEATLOCK_TICKETING_REDIS_URL", redis.url()}};
-    CHECK_THROWS_WITH_AS(TicketingServer(options, environment),
-                         doctest::Contains("auth_failed"), std::runtime_error);
+    CHECK_THROWS_WITH_AS(TicketingServer(options, environment), doctest::Contains("auth_failed"),
+                         std::runtime_error);
     Files files;
     environment.emplace_back("SEATLOCK_TICKETING_REDIS_PASSWORD_FILE",
                              files.write("wrong.password", "not-the-password\n"));
-    CHECK_THROWS_WITH_AS(TicketingServer(options, environment),
-                         doctest::Contains("auth_failed"), std::runtime_error);
+    CHECK_THROWS_WITH_AS(TicketingServer(options, environment), doctest::Contains("auth_failed"),
+                         std::runtime_error);
 }
 
 }  // namespace configuration_test
