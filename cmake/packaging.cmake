@@ -67,7 +67,7 @@ set(CPACK_DEBIAN_TICKETING_DESCRIPTION
     "seatlock-ticketing, seatlock's example ticketing server: HTTP/1.1 and JSON,\na live seat map (served from the binary), orders in SQLite, seats held on\nseatlock's memory backend or on Redis.")
 if(NOT DEFINED CPACK_DEBIAN_TICKETING_PACKAGE_DEPENDS)
   set(CPACK_DEBIAN_TICKETING_PACKAGE_DEPENDS
-      "libboost-json1.81.0, libboost-url1.81.0, libfmt9, libsqlite3-0, zlib1g, ${seatlock_cxx_runtime}")
+      "libboost-json1.81.0, libboost-url1.81.0, libboost-program-options1.81.0, libfmt9, libsqlite3-0, zlib1g, ${seatlock_cxx_runtime}")
   if(SEATLOCK_WITH_REDIS)
     if(BUILD_SHARED_LIBS)
       string(APPEND CPACK_DEBIAN_TICKETING_PACKAGE_DEPENDS

@@ -38,9 +38,9 @@ struct Api::Call {
 namespace {
 
 // The most an extend asks the library for. The library caps an extension at the hold's
-// creation + max_hold_lifetime (2 hours in this server) and never refuses a longer one;
-// a year is far past that cap, so clamping changes no answer, and it keeps ttl_s in
-// milliseconds, and the storage's now + ttl, far from overflow.
+// creation + max_hold_lifetime (--max-hold-lifetime, a day at most) and never refuses a
+// longer one; a year is far past that cap, so clamping changes no answer, and it keeps
+// ttl_s in milliseconds, and the storage's now + ttl, far from overflow.
 constexpr std::int64_t extend_clamp_s = 366LL * 24 * 3600;
 
 // Bad input found while reading a request; handle() answers it. Thrown rather than

@@ -4,7 +4,7 @@
 // Wires the pieces together: options -> backend -> SQLite -> ticketing flow -> HTTP,
 // plus the expiry drain; then serves until SIGINT or SIGTERM and shuts down cleanly
 // (exit 0). Exit 1 when it cannot start (database, venue, Redis, address in use),
-// 2 for a bad command line.
+// 2 for a bad setting (command line, environment or config file: options.hpp).
 //
 // Threads: --threads single-threaded io_contexts, one thread each, where every request
 // and the expiry drain run as coroutines that never block; each HTTP connection stays on
@@ -54,7 +54,6 @@ using namespace ticketing;
 namespace asio = boost::asio;
 
 constexpr auto drain_period = std::chrono::milliseconds(250);
-constexpr auto shutdown_grace = std::chrono::seconds(10);
 
 seatlock::Result<seatlock::AnyBackend> make_backend(
     const ServerOptions& options, const std::vector<asio::io_context*>& contexts) {
@@ -64,6 +63,8 @@ seatlock::Result<seatlock::AnyBackend> make_backend(
 #ifdef SEATLOCK_TICKETING_WITH_REDIS
     auto redis_options = seatlock::RedisOptions::from_url(options.redis_url);
     if (!redis_options) return std::move(redis_options).error();
+    // From --redis-password-file (options.hpp): a URL with a password of its own was refused.
+    if (options.redis_password) redis_options->password = *options.redis_password;
     // Everything goes through the pipelined connection of the asynchronous API, but the
     // ping below: the blocking pool needs one connection.
     redis_options->pool_size = 1;
@@ -148,7 +149,8 @@ int serve(const ServerOptions& options) {
     Metrics metrics;
     seatlock::HoldPolicy policy;
     policy.hold_ttl = options.hold_ttl;
-    policy.max_seats_per_holder = 3;
+    policy.max_hold_lifetime = options.max_hold_lifetime;
+    policy.max_seats_per_holder = options.max_seats_per_buyer;
     // Through the venue's view: a shared Redis may hold other servers' events too.
     Ticketing ticketing(venue_view(std::move(*backend), *events), policy, db, metrics);
     if (auto created = run_to_end(ioc, keep_running.front(), ticketing.create_events(*events));
@@ -180,6 +182,10 @@ int serve(const ServerOptions& options) {
     const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(options.listen_host),
                                            options.listen_port);
     HttpLimits limits;
+    limits.body_limit = options.http_body_limit;
+    limits.header_limit = options.http_header_limit;
+    limits.idle_timeout = options.http_idle_timeout;
+    limits.coalesce = options.stream_coalesce;
     limits.heartbeat = options.stream_heartbeat;
     limits.buffer_limit = options.stream_buffer;
     limits.send_buffer = options.stream_send_buffer;
@@ -219,6 +225,7 @@ int serve(const ServerOptions& options) {
     }
     log("{} received: finishing in-flight requests", signal_name);
     server.stop();
+    const auto shutdown_grace = options.shutdown_grace;
     if (!server.wait_idle(shutdown_grace)) {
         // A handler still running ends by itself (its waits are bounded by the lock wait
         // and the storage's and database's timeouts); its answer is not sent.
@@ -237,7 +244,8 @@ int serve(const ServerOptions& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const auto parsed = parse_options(std::vector<std::string>(argv + 1, argv + argc));
+    const auto parsed =
+        parse_options(std::vector<std::string>(argv + 1, argv + argc), process_environment());
     if (const auto* exit = std::get_if<EarlyExit>(&parsed)) {
         std::fputs(exit->text.c_str(), exit->exit_code == 0 ? stdout : stderr);
         return exit->exit_code;

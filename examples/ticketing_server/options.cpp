@@ -1,27 +1,89 @@
 // SPDX-License-Identifier: MIT
-// options.cpp: hand-rolled flag parsing; the flags are few and flat, so a table of
-// "--flag VALUE" handlers reads better than a dependency.
+// options.cpp: the settings of seatlock-ticketing. Boost.Program_options reads the
+// command line and the config file, and formats --help; one table of flags (flags())
+// checks every value, wherever it came from, so that a bound is written once.
 #include "options.hpp"
 
 #include <fmt/format.h>
 
 #include <boost/asio/ip/address.hpp>
+#include <boost/program_options/options_description.hpp>
+#include <boost/program_options/parsers.hpp>
+#include <boost/program_options/value_semantic.hpp>
+#include <cctype>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
+#include <fstream>
 #include <functional>
-#include <map>
+#include <sstream>
 #include <string_view>
+
+extern char** environ;  // POSIX: the process environment
 
 namespace ticketing {
 namespace {
 
-constexpr std::int64_t max_hold_ttl_s = 2 * 3600;  // HoldPolicy::max_hold_lifetime
-constexpr unsigned max_threads = 256;
+namespace po = boost::program_options;
+
+constexpr std::string_view env_prefix = "SEATLOCK_TICKETING_";
+constexpr std::int64_t max_lifetime_s = 24 * 3600;  // the longest --max-hold-lifetime
+constexpr std::int64_t max_threads = 256;
+
+// A setting refused; parse_options turns it into EarlyExit{2, ...}. Thrown so that the
+// sources read as the happy path.
+struct Refusal {
+    std::string text;
+};
+
+// Reads one value into the options; what is wrong with it otherwise ("expects ...").
+using Apply = std::function<std::optional<std::string>(std::string_view, ServerOptions&)>;
+
+// One setting: its long flag name, which is also its config file key; the placeholder
+// its value is shown as; what it does; its default as --help shows it (empty: none).
+struct Flag {
+    std::string name;
+    std::string value_name;
+    std::string help;
+    std::string default_text;
+    Apply apply;
+};
+
+// --stream-frame-budget -> SEATLOCK_TICKETING_STREAM_FRAME_BUDGET.
+std::string env_name(std::string_view name) {
+    std::string env(env_prefix);
+    for (const char c : name) env += c == '-' ? '_' : static_cast<char>(std::toupper(c));
+    return env;
+}
 
 std::optional<std::int64_t> parse_integer(std::string_view text) {
     std::int64_t value = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
     return value;
+}
+
+// A whole number from `low` to `high`, handed to `set`; "expects <what> from low to high"
+// otherwise.
+template <typename Set>
+Apply integer(std::string what, std::int64_t low, std::int64_t high, Set set) {
+    return [=](std::string_view v, ServerOptions& o) -> std::optional<std::string> {
+        const auto n = parse_integer(v);
+        if (!n || *n < low || *n > high)
+            return fmt::format("expects {} from {} to {}", what, low, high);
+        set(o, *n);
+        return std::nullopt;
+    };
+}
+
+// A value that must not be empty, handed to `set`; "expects <what>" otherwise.
+template <typename Set>
+Apply text(std::string what, Set set) {
+    return [=](std::string_view v, ServerOptions& o) -> std::optional<std::string> {
+        if (v.empty()) return "expects " + what;
+        set(o, std::string(v));
+        return std::nullopt;
+    };
 }
 
 // "host:port", "[v6]:port". The host must be a literal address: the server binds, it
@@ -43,169 +105,397 @@ std::optional<std::string> parse_listen(std::string_view text, ServerOptions& ou
     return std::nullopt;
 }
 
-}  // namespace
-
-std::string usage() {
-    return R"(seatlock-ticketing: the seatlock example ticketing server (HTTP/1.1 + JSON).
-
-usage: seatlock-ticketing [flags]
-
-  --backend memory|redis  where seats are held (default memory: one process only)
-  --redis-url URL         redis://[user:password@]host:port[/db] (default redis://127.0.0.1:6379),
-                          or, on the same host, its Unix socket:
-                          unix://[user:password@]/path/redis.sock[?db=N]
-                          or, on a Redis Cluster, redis+cluster://[user:password@]host:port,...
-                          (seed nodes; the others are learnt from them)
-                          or, behind Redis Sentinel,
-                          redis+sentinel://[user:password@]host:port,.../service[/db]
-                          (the sentinels and the name they monitor the primary under)
-  --db PATH               SQLite file for orders and pending reservations
-                          (default seatlock-ticketing.db in the working directory;
-                          :memory: keeps nothing)
-  --listen HOST:PORT      address to serve on (default 127.0.0.1:8080; port 0 picks one)
-  --hold-ttl SECONDS      how long a hold keeps its seats (default 600, at most 7200)
-  --threads N             HTTP worker threads (default 4)
-  --venue FILE            events to sell, as JSON (default: the built-in demo stadium,
-                          event demo-game)
-  --feed-interval-ms MS   how often the seat feed asks the storage for each event's
-                          changes (default 50; this process's own writes wake it sooner)
-  --feed-retained N       the recent changes kept per event for ?since= and stream
-                          resumes (default 20000); older versions get the whole map
-  --stream-heartbeat-ms MS  seat map streams: a comment after this long without a frame
-                          (default 15000)
-  --stream-buffer BYTES   seat map streams: a viewer more than this many bytes behind is
-                          cut off (default 262144)
-  --stream-send-buffer BYTES  seat map streams: each socket's kernel send buffer, which
-                          a stalled viewer fills before it falls behind (default 65536)
-  --stream-frame-budget N  seat map streams: frames a second all viewers take together;
-                          past it each viewer's frames come less often (default 25000)
-  --help                  this text
-
-Stops cleanly on SIGINT or SIGTERM: in-flight requests are answered first.
-)";
+// Whether a Redis URL carries credentials, which RedisOptions::from_url requires to name
+// a password ("user:password@" or ":password@"). A unix:// URL without them starts its
+// path at once ("unix:///run/redis.sock"); the others have an '@' only in them.
+bool url_has_password(std::string_view url) {
+    const auto scheme_end = url.find("://");
+    if (scheme_end == std::string_view::npos) return false;
+    const auto rest = url.substr(scheme_end + 3);
+    if (url.starts_with("unix://") && rest.starts_with('/')) return false;
+    return rest.find('@') != std::string_view::npos;
 }
 
-std::variant<ServerOptions, EarlyExit> parse_options(const std::vector<std::string>& args) {
-    ServerOptions options;
-    using Handler = std::function<std::optional<std::string>(std::string_view)>;
-    const std::map<std::string_view, Handler> flags = {
-        {"--backend",
-         [&](std::string_view v) -> std::optional<std::string> {
+// Every setting, in the order --help lists them.
+std::vector<Flag> flags() {
+    const ServerOptions d;  // the defaults --help shows
+    const auto n = [](auto value) { return fmt::format("{}", value); };
+    return {
+        {"config", "FILE",
+         "read settings from FILE: one `name = value` a line, names as the flags without "
+         "their dashes (`threads = 8`), # starts a comment. Not in the file itself",
+         "", text("a file", [](ServerOptions& o, std::string v) { o.config_file = std::move(v); })},
+        {"backend", "memory|redis", "where seats are held (memory: one process only)", "memory",
+         [](std::string_view v, ServerOptions& o) -> std::optional<std::string> {
              if (v == "memory")
-                 options.backend = BackendKind::memory;
+                 o.backend = BackendKind::memory;
              else if (v == "redis")
-                 options.backend = BackendKind::redis;
+                 o.backend = BackendKind::redis;
              else
                  return "expects memory or redis";
              return std::nullopt;
          }},
-        {"--redis-url",
-         [&](std::string_view v) -> std::optional<std::string> {
+        {"redis-url", "URL",
+         "redis://[user:password@]host:port[/db]: one Redis\n"
+         "unix://[user:password@]/path/redis.sock[?db=N]: one on this host, by its Unix socket\n"
+         "redis+cluster://[user:password@]host:port,...: a Redis Cluster, by seed nodes (the "
+         "others are learnt from them)\n"
+         "redis+sentinel://[user:password@]host:port,.../service[/db]: behind Redis Sentinel, "
+         "the sentinels and the name they monitor the primary under",
+         d.redis_url,
+         [](std::string_view v, ServerOptions& o) -> std::optional<std::string> {
              // The backend reads the rest, and says what is wrong with it at start-up.
              if (!v.starts_with("redis://") && !v.starts_with("redis+cluster://") &&
                  !v.starts_with("redis+sentinel://") && !v.starts_with("unix://"))
                  return "expects a redis://, redis+cluster://, redis+sentinel:// or unix:// URL";
-             options.redis_url = std::string(v);
+             o.redis_url = std::string(v);
              return std::nullopt;
          }},
-        {"--db",
-         [&](std::string_view v) -> std::optional<std::string> {
-             if (v.empty()) return "expects a file path or :memory:";
-             options.db_path = std::string(v);
-             return std::nullopt;
-         }},
-        {"--listen", [&](std::string_view v) { return parse_listen(v, options); }},
-        {"--hold-ttl",
-         [&](std::string_view v) -> std::optional<std::string> {
-             const auto s = parse_integer(v);
-             if (!s || *s < 1 || *s > max_hold_ttl_s) {
-                 return fmt::format("expects whole seconds from 1 to {}", max_hold_ttl_s);
-             }
-             options.hold_ttl = std::chrono::seconds(*s);
-             return std::nullopt;
-         }},
-        {"--threads",
-         [&](std::string_view v) -> std::optional<std::string> {
-             const auto n = parse_integer(v);
-             if (!n || *n < 1 || *n > max_threads) {
-                 return fmt::format("expects a number from 1 to {}", max_threads);
-             }
-             options.threads = static_cast<unsigned>(*n);
-             return std::nullopt;
-         }},
-        {"--venue",
-         [&](std::string_view v) -> std::optional<std::string> {
-             if (v.empty()) return "expects a JSON file";
-             options.venue_file = std::string(v);
-             return std::nullopt;
-         }},
-        {"--feed-interval-ms",
-         [&](std::string_view v) -> std::optional<std::string> {
-             const auto n = parse_integer(v);
-             if (!n || *n < 1 || *n > 60000) return "expects milliseconds from 1 to 60000";
-             options.feed_interval = std::chrono::milliseconds(*n);
-             return std::nullopt;
-         }},
-        {"--feed-retained",
-         [&](std::string_view v) -> std::optional<std::string> {
-             const auto n = parse_integer(v);
-             if (!n || *n < 1 || *n > 10000000) return "expects a number from 1 to 10000000";
-             options.feed_retained = static_cast<std::size_t>(*n);
-             return std::nullopt;
-         }},
-        {"--stream-heartbeat-ms",
-         [&](std::string_view v) -> std::optional<std::string> {
-             const auto n = parse_integer(v);
-             if (!n || *n < 10 || *n > 3600000) return "expects milliseconds from 10 to 3600000";
-             options.stream_heartbeat = std::chrono::milliseconds(*n);
-             return std::nullopt;
-         }},
-        {"--stream-buffer",
-         [&](std::string_view v) -> std::optional<std::string> {
-             const auto n = parse_integer(v);
-             if (!n || *n < 1024 || *n > (std::int64_t{1} << 30))
-                 return "expects bytes from 1024 to 1073741824";
-             options.stream_buffer = static_cast<std::size_t>(*n);
-             return std::nullopt;
-         }},
-        {"--stream-send-buffer",
-         [&](std::string_view v) -> std::optional<std::string> {
-             const auto n = parse_integer(v);
-             if (!n || *n < 4096 || *n > (std::int64_t{1} << 24))
-                 return "expects bytes from 4096 to 16777216";
-             options.stream_send_buffer = static_cast<int>(*n);
-             return std::nullopt;
-         }},
-        {"--stream-frame-budget",
-         [&](std::string_view v) -> std::optional<std::string> {
-             const auto n = parse_integer(v);
-             if (!n || *n < 10 || *n > 10000000) return "expects frames a second from 10 to 10000000";
-             options.stream_frame_budget = static_cast<std::size_t>(*n);
-             return std::nullopt;
-         }},
+        {"redis-password-file", "FILE",
+         "the Redis password: the first line of FILE (so that it shows in no command line); "
+         "the URL then names no password",
+         "",
+         text("a file",
+              [](ServerOptions& o, std::string v) { o.redis_password_file = std::move(v); })},
+        {"db", "PATH",
+         "SQLite file for orders and pending reservations, in the working directory unless a "
+         "path is given; :memory: keeps nothing",
+         d.db_path,
+         text("a file path or :memory:",
+              [](ServerOptions& o, std::string v) { o.db_path = std::move(v); })},
+        {"listen", "HOST:PORT", "address to serve on; port 0 picks one (logged at start)",
+         fmt::format("{}:{}", d.listen_host, d.listen_port), parse_listen},
+        {"hold-ttl", "SECONDS", "how long a hold keeps its seats, at most --max-hold-lifetime",
+         n(d.hold_ttl.count()),
+         integer("whole seconds", 1, max_lifetime_s,
+                 [](ServerOptions& o, std::int64_t v) { o.hold_ttl = std::chrono::seconds(v); })},
+        {"max-hold-lifetime", "SECONDS",
+         "the longest a hold lives from its creation, however it is extended: a longer extend "
+         "is cut to it",
+         n(d.max_hold_lifetime.count()),
+         integer("whole seconds", 1, max_lifetime_s,
+                 [](ServerOptions& o, std::int64_t v) {
+                     o.max_hold_lifetime = std::chrono::seconds(v);
+                 })},
+        {"max-seats-per-buyer", "N",
+         "seats one buyer may hold and have paid in one event; 0: no limit",
+         n(d.max_seats_per_buyer),
+         integer("a number", 0, 1000,
+                 [](ServerOptions& o, std::int64_t v) { o.max_seats_per_buyer = v; })},
+        {"threads", "N", "HTTP worker threads", n(d.threads),
+         integer("a number", 1, max_threads,
+                 [](ServerOptions& o, std::int64_t v) { o.threads = static_cast<unsigned>(v); })},
+        {"venue", "FILE", "events to sell, as JSON", "the built-in demo stadium, event demo-game",
+         text("a JSON file", [](ServerOptions& o, std::string v) { o.venue_file = std::move(v); })},
+        {"shutdown-grace", "SECONDS",
+         "on SIGINT or SIGTERM, how long requests in flight have to be answered before their "
+         "connections are closed",
+         n(d.shutdown_grace.count()),
+         integer(
+             "whole seconds", 1, 3600,
+             [](ServerOptions& o, std::int64_t v) { o.shutdown_grace = std::chrono::seconds(v); })},
+        {"http-body-limit", "BYTES", "a request body larger than this is refused with 413",
+         n(d.http_body_limit),
+         integer("bytes", 1024, std::int64_t{1} << 26,
+                 [](ServerOptions& o, std::int64_t v) {
+                     o.http_body_limit = static_cast<std::size_t>(v);
+                 })},
+        {"http-header-limit", "BYTES", "request headers larger than this are refused with 431",
+         n(d.http_header_limit),
+         integer("bytes", 1024, std::int64_t{1} << 20,
+                 [](ServerOptions& o, std::int64_t v) {
+                     o.http_header_limit = static_cast<std::size_t>(v);
+                 })},
+        {"http-idle-timeout", "SECONDS",
+         "a connection silent this long (no request, or one sent too slowly) is closed",
+         n(d.http_idle_timeout.count()),
+         integer("whole seconds", 1, 3600,
+                 [](ServerOptions& o, std::int64_t v) {
+                     o.http_idle_timeout = std::chrono::seconds(v);
+                 })},
+        {"feed-interval-ms", "MS",
+         "how often the seat feed asks the storage for each event's changes (this process's "
+         "own writes wake it sooner)",
+         n(d.feed_interval.count()),
+         integer("milliseconds", 1, 60000,
+                 [](ServerOptions& o, std::int64_t v) {
+                     o.feed_interval = std::chrono::milliseconds(v);
+                 })},
+        {"feed-retained", "N",
+         "the recent changes kept per event for ?since= and stream resumes; older versions get "
+         "the whole map",
+         n(d.feed_retained),
+         integer("a number", 1, 10000000,
+                 [](ServerOptions& o, std::int64_t v) {
+                     o.feed_retained = static_cast<std::size_t>(v);
+                 })},
+        {"stream-coalesce-ms", "MS",
+         "seat map streams: a viewer gets a frame at most this often; the changes in between "
+         "come together",
+         n(d.stream_coalesce.count()),
+         integer("milliseconds", 10, 60000,
+                 [](ServerOptions& o, std::int64_t v) {
+                     o.stream_coalesce = std::chrono::milliseconds(v);
+                 })},
+        {"stream-heartbeat-ms", "MS", "seat map streams: a comment after this long without a frame",
+         n(d.stream_heartbeat.count()),
+         integer("milliseconds", 10, 3600000,
+                 [](ServerOptions& o, std::int64_t v) {
+                     o.stream_heartbeat = std::chrono::milliseconds(v);
+                 })},
+        {"stream-buffer", "BYTES",
+         "seat map streams: a viewer more than this many bytes behind is cut off",
+         n(d.stream_buffer),
+         integer("bytes", 1024, std::int64_t{1} << 30,
+                 [](ServerOptions& o, std::int64_t v) {
+                     o.stream_buffer = static_cast<std::size_t>(v);
+                 })},
+        {"stream-send-buffer", "BYTES",
+         "seat map streams: each socket's kernel send buffer, which a stalled viewer fills "
+         "before it falls behind",
+         n(d.stream_send_buffer),
+         integer(
+             "bytes", 4096, std::int64_t{1} << 24,
+             [](ServerOptions& o, std::int64_t v) { o.stream_send_buffer = static_cast<int>(v); })},
+        {"stream-frame-budget", "N",
+         "seat map streams: frames a second all viewers take together; past it each viewer's "
+         "frames come less often",
+         n(d.stream_frame_budget),
+         integer("frames a second", 10, 10000000,
+                 [](ServerOptions& o, std::int64_t v) {
+                     o.stream_frame_budget = static_cast<std::size_t>(v);
+                 })},
+    };
+}
+
+// The flags as Boost.Program_options knows them: each takes one value. With --help
+// when `with_help` (the command line's; a file has no --help).
+po::options_description describe(const std::vector<Flag>& table, bool with_help, bool for_usage) {
+    po::options_description description(
+        for_usage ? 100 : po::options_description::m_default_line_length,
+        for_usage ? 60 : po::options_description::m_default_line_length / 2);
+    for (const auto& flag : table) {
+        std::string help = flag.help;
+        if (for_usage) {
+            // The variable first, at the start of its line: never split.
+            help += "\nenv " + env_name(flag.name);
+            if (!flag.default_text.empty()) help += "; default " + flag.default_text;
+        }
+        description.add_options()(
+            flag.name.c_str(), po::value<std::string>()->value_name(flag.value_name), help.c_str());
+    }
+    if (with_help) description.add_options()("help,h", "this text");
+    return description;
+}
+
+const Flag* find_flag(const std::vector<Flag>& table, std::string_view name) {
+    for (const auto& flag : table)
+        if (flag.name == name) return &flag;
+    return nullptr;
+}
+
+// One value given somewhere: its flag, the value, and where it came from as a message
+// names it ("--threads", "SEATLOCK_TICKETING_THREADS (--threads)", "FILE:3: threads
+// (--threads)").
+struct Setting {
+    const Flag* flag;
+    std::string value;
+    std::string origin;
+};
+
+std::vector<Setting> from_command_line(const std::vector<Flag>& table,
+                                       const std::vector<std::string>& args) {
+    namespace style = po::command_line_style;
+    // Long flags only, never abbreviated: "-1" is a value (of a flag whose bound it
+    // misses), not a flag.
+    const int long_only = style::allow_long | style::long_allow_adjacent | style::long_allow_next;
+    po::parsed_options parsed(nullptr);
+    try {
+        parsed = po::command_line_parser(args)
+                     .options(describe(table, true, false))
+                     .style(long_only)
+                     .run();
+    } catch (const po::unknown_option& e) {
+        throw Refusal{fmt::format("{} is not a flag", e.get_option_name())};
+    } catch (const po::invalid_command_line_syntax& e) {
+        if (e.kind() == po::invalid_syntax::missing_parameter ||
+            e.kind() == po::invalid_syntax::empty_adjacent_parameter)
+            throw Refusal{fmt::format("{} needs a value", e.get_option_name())};
+        throw Refusal{e.what()};
+    } catch (const po::error& e) {
+        throw Refusal{e.what()};
+    }
+    std::vector<Setting> settings;
+    for (const auto& option : parsed.options) {
+        const Flag* flag = find_flag(table, option.string_key);
+        // parse_options answered --help before; a token of no flag's is not a flag.
+        if (!flag) throw Refusal{fmt::format("{} is not a flag", option.original_tokens.front())};
+        settings.push_back({flag, option.value.front(), "--" + option.string_key});
+    }
+    return settings;
+}
+
+// The SEATLOCK_TICKETING_* variables. Boost.Program_options' parse_environment reads the
+// process's environ; this maps names the same way on the environment it is given.
+std::vector<Setting> from_environment(const std::vector<Flag>& table,
+                                      const Environment& environment) {
+    std::vector<Setting> settings;
+    for (const auto& [name, value] : environment) {
+        if (!name.starts_with(env_prefix)) continue;
+        const Flag* flag = nullptr;
+        for (const auto& candidate : table)
+            if (env_name(candidate.name) == name) flag = &candidate;
+        if (!flag) throw Refusal{fmt::format("{} (environment) is not a setting", name)};
+        settings.push_back({flag, value, fmt::format("{} (--{})", name, flag->name)});
+    }
+    return settings;
+}
+
+// The config file's `name = value` lines, read one at a time by Boost.Program_options
+// so that a mistake names its line.
+std::vector<Setting> from_file(const std::vector<Flag>& table, const std::string& path,
+                               const std::string& origin) {
+    std::ifstream in(path);
+    if (!in)
+        throw Refusal{
+            fmt::format("{} {}: cannot read it ({})", origin, path, std::strerror(errno))};
+    const auto description = describe(table, false, false);
+    std::vector<Setting> settings;
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+        const std::string where = fmt::format("{}:{}", path, number);
+        if (const auto first = line.find_first_not_of(" \t");
+            first != std::string::npos && line[first] == '[') {
+            throw Refusal{where + ": sections are not used; the names are the flags'"};
+        }
+        std::istringstream one(line);
+        po::parsed_options parsed(nullptr);
+        try {
+            parsed = po::parse_config_file(one, description, true);
+        } catch (const po::error&) {
+            // Not echoed: the line may hold a secret.
+            throw Refusal{where + ": expects name = value"};
+        }
+        for (const auto& option : parsed.options) {
+            if (option.unregistered || option.string_key == "config") {
+                throw Refusal{
+                    fmt::format("{}: {} is not a setting of the file", where, option.string_key)};
+            }
+            settings.push_back(
+                {find_flag(table, option.string_key), option.value.front(),
+                 fmt::format("{}: {} (--{})", where, option.string_key, option.string_key)});
+        }
+    }
+    if (in.bad())
+        throw Refusal{
+            fmt::format("{} {}: cannot read it ({})", origin, path, std::strerror(errno))};
+    return settings;
+}
+
+// The first line of the password file, without its line end.
+std::string read_password(const std::string& path, const std::string& origin) {
+    std::ifstream in(path);
+    if (!in)
+        throw Refusal{
+            fmt::format("{} {}: cannot read it ({})", origin, path, std::strerror(errno))};
+    std::string password;
+    if (!std::getline(in, password)) {
+        throw Refusal{
+            in.bad() ? fmt::format("{} {}: cannot read it ({})", origin, path, std::strerror(errno))
+                     : fmt::format("{} {}: it is empty", origin, path)};
+    }
+    if (password.ends_with('\r')) password.pop_back();
+    if (password.empty())
+        throw Refusal{fmt::format("{} {}: its first line is empty", origin, path)};
+    return password;
+}
+
+ServerOptions parse(const std::vector<std::string>& args, const Environment& environment) {
+    const auto table = flags();
+    const auto command_line = from_command_line(table, args);
+    const auto from_env = from_environment(table, environment);
+
+    // --config from the command line, else from the environment.
+    const Setting* config = nullptr;
+    for (const auto* source : {&from_env, &command_line})
+        for (const auto& setting : *source)
+            if (setting.flag->name == "config") config = &setting;
+    if (config && config->value.empty()) throw Refusal{config->origin + " expects a file"};
+    const auto in_file =
+        config ? from_file(table, config->value, config->origin) : std::vector<Setting>{};
+
+    // Lowest first: each source overrides the one before, and every value is checked.
+    ServerOptions options;
+    std::map<std::string, std::string> origin_of;  // flag -> where its value came from
+    for (const auto* source : {&in_file, &from_env, &command_line}) {
+        for (const auto& setting : *source) {
+            if (auto why = setting.flag->apply(setting.value, options))
+                throw Refusal{setting.origin + " " + *why};
+            origin_of[setting.flag->name] = setting.origin;
+        }
+    }
+    const auto origin = [&](const std::string& flag) {
+        const auto found = origin_of.find(flag);
+        return found != origin_of.end() ? found->second : "--" + flag + " (default)";
     };
 
-    const auto bad = [](std::string_view flag, std::string_view why) {
-        return EarlyExit{2, fmt::format("seatlock-ticketing: {} {}\nTry --help.\n", flag, why)};
-    };
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        std::string_view arg = args[i];
-        if (arg == "--help" || arg == "-h") return EarlyExit{0, usage()};
-        // Both "--flag value" and "--flag=value".
-        std::optional<std::string_view> value;
-        if (const auto eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
-            value = arg.substr(eq + 1);
-            arg = arg.substr(0, eq);
+    if (options.hold_ttl > options.max_hold_lifetime) {
+        throw Refusal{fmt::format("{} {} s is longer than {} {} s", origin("hold-ttl"),
+                                  options.hold_ttl.count(), origin("max-hold-lifetime"),
+                                  options.max_hold_lifetime.count())};
+    }
+    if (options.redis_password_file) {
+        // The URL is not shown: it carries a password.
+        if (url_has_password(options.redis_url)) {
+            throw Refusal{fmt::format("{} and a password in {}: give the password in one place",
+                                      origin("redis-password-file"), origin("redis-url"))};
         }
-        const auto flag = flags.find(arg);
-        if (flag == flags.end()) return bad(arg, "is not a flag");
-        if (!value) {
-            if (i + 1 >= args.size()) return bad(arg, "needs a value");
-            value = args[++i];
-        }
-        if (auto error = flag->second(*value)) return bad(arg, *error);
+        options.redis_password =
+            read_password(*options.redis_password_file, origin("redis-password-file"));
     }
     return options;
+}
+
+}  // namespace
+
+Environment process_environment() {
+    Environment environment;
+    for (char** entry = environ; entry && *entry; ++entry) {
+        const std::string_view text(*entry);
+        const auto eq = text.find('=');
+        if (eq == std::string_view::npos) continue;
+        environment.emplace(std::string(text.substr(0, eq)), std::string(text.substr(eq + 1)));
+    }
+    return environment;
+}
+
+std::string usage() {
+    std::ostringstream flags_text;
+    flags_text << describe(flags(), true, true);
+    return fmt::format(
+        R"(seatlock-ticketing: the seatlock example ticketing server (HTTP/1.1 + JSON).
+
+usage: seatlock-ticketing [flags]
+
+Every flag can also be set in the environment (env NAME below) or in the file --config
+names. The command line wins over the environment, the environment over the file, the
+file over the defaults.
+
+{}
+Stops cleanly on SIGINT or SIGTERM: in-flight requests are answered first.
+)",
+        flags_text.str());
+}
+
+std::variant<ServerOptions, EarlyExit> parse_options(const std::vector<std::string>& args,
+                                                     const Environment& environment) {
+    for (const auto& arg : args)
+        if (arg == "--help" || arg == "-h") return EarlyExit{0, usage()};
+    try {
+        return parse(args, environment);
+    } catch (const Refusal& refusal) {
+        return EarlyExit{2, fmt::format("seatlock-ticketing: {}\nTry --help.\n", refusal.text)};
+    }
 }
 
 }  // namespace ticketing

@@ -1,14 +1,22 @@
 // SPDX-License-Identifier: MIT
-// options.hpp: the command line of seatlock-ticketing, parsed into ServerOptions.
+// options.hpp: the configuration of seatlock-ticketing, parsed into ServerOptions.
+//
+// Every flag can be given in three places: on the command line (--stream-frame-budget
+// 500), in the environment (SEATLOCK_TICKETING_STREAM_FRAME_BUDGET=500) and in a config
+// file named by --config (`stream-frame-budget = 500`); Boost.Program_options reads the
+// command line and the file. The command line wins over the environment, which wins
+// over the file, which wins over the defaults. Every value given is checked, also one
+// that a higher place overrides.
 //
 // Parsing never exits the process itself: it returns either the options or what to
-// print and which exit code to use (0 for --help, 2 for a bad flag), so that main()
+// print and which exit code to use (0 for --help, 2 for a bad setting), so that main()
 // stays the only place that decides to stop.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -19,7 +27,8 @@ namespace ticketing {
 /// Where seats are held: in this process, or in Redis.
 enum class BackendKind { memory, redis };
 
-/// Everything the server can be told on its command line.
+/// Everything the server can be told on its command line, in its environment or in its
+/// config file.
 struct ServerOptions {
     BackendKind backend = BackendKind::memory;
     std::string redis_url = "redis://127.0.0.1:6379";
@@ -42,10 +51,41 @@ struct ServerOptions {
     /// Seat map streams: the frames a second all streams may take together
     /// (HttpLimits::frame_budget).
     std::size_t stream_frame_budget = 25000;
+    /// Seat map streams: frames at most this often per viewer (HttpLimits::coalesce).
+    std::chrono::milliseconds stream_coalesce{100};
+    /// The config file the settings were read from, if any (--config).
+    std::optional<std::string> config_file;
+    /// Where the Redis password was read from (--redis-password-file), if anywhere.
+    std::optional<std::string> redis_password_file;
+    /// The Redis password from that file (its first line), set into RedisOptions::password
+    /// after the URL is parsed. Never logged.
+    std::optional<std::string> redis_password;
+    /// Seats a buyer may hold and have paid in one event (HoldPolicy::max_seats_per_holder);
+    /// 0: no limit.
+    std::int64_t max_seats_per_buyer = 3;
+    /// The longest a hold lives, from its creation, however often it is extended
+    /// (HoldPolicy::max_hold_lifetime): an extend past it is capped. At least hold_ttl.
+    std::chrono::seconds max_hold_lifetime{7200};
+    /// After SIGTERM or SIGINT, how long requests in flight have to finish before their
+    /// connections are closed.
+    std::chrono::seconds shutdown_grace{10};
+    /// Request bodies larger than this get 413 (HttpLimits::body_limit).
+    std::size_t http_body_limit = 64 * 1024;
+    /// Request headers larger than this get 431 (HttpLimits::header_limit).
+    std::size_t http_header_limit = 16 * 1024;
+    /// A connection silent this long is closed (HttpLimits::idle_timeout).
+    std::chrono::seconds http_idle_timeout{30};
     /// On SIGTERM or SIGINT: how long /readyz answers 503 while requests are still served,
     /// before the listener closes (0: it closes at once). A second signal cuts it short.
     std::chrono::seconds drain{0};
 };
+
+/// The process environment as NAME -> value; parse_options reads the variables named
+/// SEATLOCK_TICKETING_* from it.
+using Environment = std::map<std::string, std::string>;
+
+/// This process's environment (environ), for parse_options.
+Environment process_environment();
 
 /// What main() should do instead of serving: print `text` (to stdout when exit_code is
 /// 0, to stderr otherwise) and exit with `exit_code`.
@@ -54,11 +94,16 @@ struct EarlyExit {
     std::string text;
 };
 
-/// Parses argv[1..]; unknown flags, missing values and out-of-range numbers are an
-/// EarlyExit with code 2 and a message that names the flag.
-std::variant<ServerOptions, EarlyExit> parse_options(const std::vector<std::string>& args);
+/// Parses argv[1..] (`args`), the SEATLOCK_TICKETING_* variables of `environment` and the
+/// file that --config names (in either), then reads --redis-password-file. Unknown
+/// flags, variables or file keys, missing values, out-of-range numbers, an unreadable file
+/// are an EarlyExit with code 2 and a message that names the flag and where it came from
+/// (the variable's name, or the file and line); --help or -h is an EarlyExit with code 0
+/// and usage(). Never prints, never exits.
+std::variant<ServerOptions, EarlyExit> parse_options(const std::vector<std::string>& args,
+                                                     const Environment& environment = {});
 
-/// The --help text.
+/// The --help text: every flag with its environment variable and its default.
 std::string usage();
 
 }  // namespace ticketing

@@ -82,7 +82,7 @@ public:
                                                    std::optional<std::string> event);
     Task<std::vector<OrderRecord>> orders_of(std::string buyer, std::optional<std::string> event);
 
-    /// Holds seats for `buyer` (policy: hold ttl, at most 3 seats per buyer and event)
+    /// Holds seats for `buyer` (policy: hold ttl, seats per buyer and event)
     /// and records the pending reservation. With an idempotency key, a repeated call
     /// returns the first one's hold (Hold::replayed) and finishes what it left undone
     /// (its pending row); a failure then never gives the seats back, so that the retry

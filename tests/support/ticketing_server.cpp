@@ -78,7 +78,7 @@ private:
 
 }  // namespace
 
-TicketingServer::TicketingServer(Options options) {
+TicketingServer::TicketingServer(Options options, const Environment& environment) {
     char pattern[] = "/tmp/seatlock-ticketing-XXXXXX";
     if (!::mkdtemp(pattern)) throw std::runtime_error("mkdtemp failed");
     dir_ = pattern;
@@ -93,7 +93,7 @@ TicketingServer::TicketingServer(Options options) {
     args.insert(args.end(), options.args.begin(), options.args.end());
 
     try {
-        start(args);
+        start(args, environment);
     } catch (...) {
         if (pid_ > 0) stop(SIGKILL);
         std::error_code ignored;
@@ -102,13 +102,26 @@ TicketingServer::TicketingServer(Options options) {
     }
 }
 
-void TicketingServer::start(std::vector<std::string> args) {
+void TicketingServer::start(std::vector<std::string> args, const Environment& environment) {
     const std::string log_path = dir_ + "/server.log";
     const pid_t parent = ::getpid();
     // Everything the child needs is prepared before fork: it may only make system calls.
     std::vector<char*> argv;
     for (auto& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);
+    // The test's environment, but for the variables `environment` gives.
+    std::vector<std::string> variables;
+    for (char** entry = environ; *entry; ++entry) {
+        const std::string variable = *entry;
+        bool replaced = false;
+        for (const auto& extra : environment)
+            replaced = replaced || variable.starts_with(extra.first + "=");
+        if (!replaced) variables.push_back(variable);
+    }
+    for (const auto& [name, value] : environment) variables.push_back(name + "=" + value);
+    std::vector<char*> envp;
+    for (auto& variable : variables) envp.push_back(variable.data());
+    envp.push_back(nullptr);
     pid_ = ::fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");
     if (pid_ == 0) {
@@ -118,7 +131,7 @@ void TicketingServer::start(std::vector<std::string> args) {
         if (log_fd < 0) ::_exit(126);
         ::dup2(log_fd, STDOUT_FILENO);
         ::dup2(log_fd, STDERR_FILENO);
-        ::execv(argv[0], argv.data());
+        ::execve(argv[0], argv.data(), envp.data());
         ::_exit(127);
     }
 

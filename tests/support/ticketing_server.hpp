@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "http_client.hpp"
@@ -24,14 +25,19 @@ public:
         std::vector<std::string> args;     ///< extra flags (--backend, --hold-ttl, ...)
         std::optional<std::string> venue;  ///< JSON written to a file and passed as --venue
     };
+    /// Variables (NAME, value) the server's environment has besides the test's own, or
+    /// instead of the test's of the same name.
+    using Environment = std::vector<std::pair<std::string, std::string>>;
 
     /// Starts the server; throws (with its log) when it exits or does not answer.
-    explicit TicketingServer(Options options = {});
+    explicit TicketingServer(Options options = {}, const Environment& environment = {});
     ~TicketingServer();
     TicketingServer(const TicketingServer&) = delete;
     TicketingServer& operator=(const TicketingServer&) = delete;
 
     [[nodiscard]] int port() const { return port_; }
+    /// The server's process id while it runs (-1 once stopped).
+    [[nodiscard]] pid_t pid() const { return pid_; }
     [[nodiscard]] std::string db_path() const { return dir_ + "/ticketing.db"; }
     /// What the server wrote to stdout and stderr so far.
     [[nodiscard]] std::string log() const;
@@ -52,7 +58,7 @@ public:
         const std::string& sql, const std::vector<std::string>& params = {}) const;
 
 private:
-    void start(std::vector<std::string> args);
+    void start(std::vector<std::string> args, const Environment& environment);
 
     std::string dir_;
     pid_t pid_ = -1;
