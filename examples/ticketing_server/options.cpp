@@ -194,6 +194,12 @@ std::vector<Flag> flags() {
          integer(
              "whole seconds", 1, 3600,
              [](ServerOptions& o, std::int64_t v) { o.shutdown_grace = std::chrono::seconds(v); })},
+        {"drain-seconds", "SECONDS",
+         "on SIGINT or SIGTERM, how long GET /readyz answers 503 while requests are still "
+         "served, before the listener closes (a second signal cuts it short)",
+         n(d.drain.count()),
+         integer("whole seconds", 0, 3600,
+                 [](ServerOptions& o, std::int64_t v) { o.drain = std::chrono::seconds(v); })},
         {"http-body-limit", "BYTES", "a request body larger than this is refused with 413",
          n(d.http_body_limit),
          integer("bytes", 1024, std::int64_t{1} << 26,

@@ -57,6 +57,7 @@ TEST_CASE("each numeric flag takes its bounds and refuses past them, or no numbe
         {"--stream-send-buffer", 4096, 1LL << 24}, {"--stream-frame-budget", 10, 10000000},
         {"--max-seats-per-buyer", 0, 1000},  {"--max-hold-lifetime", 1, 86400, {"--hold-ttl", "1"}},
         {"--shutdown-grace", 1, 3600},       {"--http-body-limit", 1024, 1LL << 26},
+        {"--drain-seconds", 0, 3600},
         {"--http-header-limit", 1024, 1LL << 20}, {"--http-idle-timeout", 1, 3600},
         {"--stream-coalesce-ms", 10, 60000},
     };
@@ -106,6 +107,7 @@ const std::vector<std::string> every_flag = {
     "threads",
     "venue",
     "shutdown-grace",
+    "drain-seconds",
     "http-body-limit",
     "http-header-limit",
     "http-idle-timeout",
@@ -187,18 +189,20 @@ TEST_CASE("the defaults are the library's and the HTTP server's own") {
     CHECK(options.stream_buffer == limits.buffer_limit);
     CHECK(options.stream_send_buffer == limits.send_buffer);
     CHECK(options.shutdown_grace == std::chrono::seconds(10));
+    CHECK(options.drain == std::chrono::seconds(0));
     CHECK_FALSE(options.redis_password.has_value());
 }
 
 TEST_CASE("each new flag sets its option") {
     const auto options =
         accepted({"--max-seats-per-buyer", "2", "--max-hold-lifetime", "900", "--hold-ttl", "60",
-                  "--shutdown-grace", "3", "--http-body-limit", "4096", "--http-header-limit",
+                  "--shutdown-grace", "3", "--drain-seconds", "4", "--http-body-limit", "4096", "--http-header-limit",
                   "2048", "--http-idle-timeout", "5", "--stream-coalesce-ms", "250"});
     CHECK(options.max_seats_per_buyer == 2);
     CHECK(options.max_hold_lifetime == std::chrono::seconds(900));
     CHECK(options.hold_ttl == std::chrono::seconds(60));
     CHECK(options.shutdown_grace == std::chrono::seconds(3));
+    CHECK(options.drain == std::chrono::seconds(4));
     CHECK(options.http_body_limit == 4096);
     CHECK(options.http_header_limit == 2048);
     CHECK(options.http_idle_timeout == std::chrono::seconds(5));

@@ -102,4 +102,52 @@ TEST_CASE("/readyz is 503 within 2 s of Redis coming back empty with no buyer ac
     CHECK(client.get("/healthz").status == 200);
 }
 
+TEST_CASE("SIGTERM: /readyz 503 at once while requests are still served for --drain-seconds, then "
+          "the listener closes; a second signal cuts the drain short" *
+          doctest::timeout(90)) {
+    SUBCASE("the drain runs out") {
+        TicketingServer server({{"--drain-seconds", "1"}, std::nullopt});
+        INFO(server.log());
+        auto client = server.client();
+        REQUIRE(until_readyz(client, 200));
+        const auto signalled = Clock::now();
+        REQUIRE(::kill(server.pid(), SIGTERM) == 0);
+        const auto not_ready = until_readyz(client, 503);
+        REQUIRE(not_ready);
+        CHECK(*not_ready < 500ms);
+        const auto why = client.get("/readyz");
+        CHECK(std::string(why.json().at("reason").as_string()).find("draining") != std::string::npos);
+        CHECK(client.get("/events").status == 200);  // still served
+        // Then the listener closes: a new connection is refused.
+        bool closed = false;
+        while (Clock::now() - signalled < 10s && !closed) {
+            try {
+                (void)server.client().get("/healthz");
+                std::this_thread::sleep_for(20ms);
+            } catch (const std::exception&) {
+                closed = true;
+            }
+        }
+        const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - signalled);
+        REQUIRE_MESSAGE(closed, "still answering 10 s after SIGTERM with a drain of 1 s");
+        MESSAGE("the listener closed " << took.count() << " ms after SIGTERM");
+        CHECK(took >= 1000ms);
+        CHECK(server.stop(SIGTERM) == 0);
+        CHECK(server.log().find("draining for 1 s") != std::string::npos);
+    }
+    SUBCASE("a second signal") {
+        TicketingServer server({{"--drain-seconds", "60"}, std::nullopt});
+        INFO(server.log());
+        auto client = server.client();
+        REQUIRE(until_readyz(client, 200));
+        REQUIRE(::kill(server.pid(), SIGTERM) == 0);
+        REQUIRE(until_readyz(client, 503));
+        CHECK(client.get("/events").status == 200);
+        const auto second = Clock::now();
+        CHECK(server.stop(SIGTERM, 10s) == 0);
+        CHECK(Clock::now() - second < 5s);
+        CHECK(server.log().find("draining cut short") != std::string::npos);
+    }
+}
+
 }  // namespace readiness_test
