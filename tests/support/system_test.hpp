@@ -24,6 +24,20 @@
 
 namespace seatlock::testing {
 
+/// Whether this test program was built with a sanitizer (ASan, TSan): the server it starts
+/// then runs several times slower, and timing bounds allow for it.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool sanitized_build = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+inline constexpr bool sanitized_build = true;
+#else
+inline constexpr bool sanitized_build = false;
+#endif
+#else
+inline constexpr bool sanitized_build = false;
+#endif
+
 /// The server on the memory backend.
 struct MemoryStorage {
     [[nodiscard]] std::vector<std::string> args() const { return {"--backend", "memory"}; }

@@ -46,7 +46,7 @@ public:
 
     /// Sends `signal` and waits for the process to end: its exit code, 128 + the signal
     /// number when a signal ended it, or -1 when it did not end within `timeout` (it is
-    /// then killed).
+    /// then killed). Signal 0 sends none: waits for a process that is ending by itself.
     int stop(int signal, std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
     /// One number from the database: the first column of the first row of `sql`, where

@@ -31,17 +31,7 @@ const std::string losses_metric = "seatlock_ticketing_storage_losses_total";
 // is followed by one within a second. 150 ms more for the round trips and the metric's
 // poll on a loaded machine.
 // Sanitizer builds run the server several times slower: the same rule, with a second more.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr auto detection_bound = 2150ms;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr auto detection_bound = 2150ms;
-#else
-constexpr auto detection_bound = 1150ms;
-#endif
-#else
-constexpr auto detection_bound = 1150ms;
-#endif
+constexpr auto detection_bound = sanitized_build ? 2150ms : 1150ms;
 
 // The server on `redis`, selling the built-in demo venue.
 TicketingServer::Options on_redis(const RedisServer& redis) {
