@@ -64,6 +64,7 @@ class Document:
             self.doc = yaml.safe_load(f)
         self.path = path
         self.resolver = jsonschema.RefResolver.from_schema(self.doc)
+        self.validators = {}
         self.problems = []
         self.check()
         # (regex, template) of each path, literal paths first.
@@ -89,7 +90,11 @@ class Document:
         return node
 
     def validator(self, schema):
-        return Draft202012Validator(schema, resolver=self.resolver)
+        """A validator of `schema` (a node of the document), made once per schema."""
+        key = id(schema)
+        if key not in self.validators:
+            self.validators[key] = Draft202012Validator(schema, resolver=self.resolver)
+        return self.validators[key]
 
     # ---- the document itself
 
