@@ -431,7 +431,7 @@ Api::Answer Api::route(Call& call) {
         std::array<std::string_view, 3> pattern;  // "*" matches one segment; "" ends it
         Handler handler;
     };
-    static constexpr std::array<Route, 14> routes = {{
+    static constexpr std::array<Route, 15> routes = {{
         {http::verb::get, {""}, &Api::page},
         {http::verb::get, {"assets", "*"}, &Api::asset},
         {http::verb::get, {"healthz"}, &Api::healthz},
@@ -446,6 +446,7 @@ Api::Answer Api::route(Call& call) {
         {http::verb::post, {"orders", "*", "cancel"}, &Api::cancel},
         {http::verb::get, {"me", "holds"}, &Api::my_holds},
         {http::verb::get, {"me", "orders"}, &Api::my_orders},
+        {http::verb::get, {"openapi.json"}, &Api::openapi},
     }};
 
     std::string allowed;
@@ -753,6 +754,13 @@ Api::Answer Api::page(Call& call) {
     }
     co_return error_response(http::status::not_found, "not_found",
                              fmt::format("no page at {}", std::string_view(call.request.target())));
+}
+
+Api::Answer Api::openapi(Call&) {
+    HttpResponse response(http::status::ok, 11);
+    response.set(http::field::content_type, "application/json");
+    response.body() = std::string(api_documents().front().body);
+    co_return response;
 }
 
 Api::Answer Api::asset(Call& call) {

@@ -19,6 +19,7 @@
 //   GET    /me/orders[?event=]            200 {"orders": [...]}
 //   GET    /metrics                       200 Prometheus text
 //   GET    /, /assets/{file}              the seat-map page (web_assets.hpp)
+//   GET    /openapi.json                  200 the OpenAPI document (docs/openapi.yaml)
 //
 // Every GET answered 200 carries an ETag and is answered 304 Not Modified when
 // If-None-Match names it: the page polls the seat map that way. The seat map's tag is
@@ -88,6 +89,7 @@ private:
     Answer my_orders(Call& call);
     Answer page(Call& call);
     Answer asset(Call& call);
+    Answer openapi(Call& call);
 
     HttpResponse failure(const Call& call, const seatlock::Failure& failure);
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// web_assets.hpp: the seat-map page (examples/ticketing_server/web/), built into the
-// binary: embed_assets.cmake turns each file into bytes at build time, so the server
-// needs no files and no network at run time to serve it.
+// web_assets.hpp: the seat-map page (examples/ticketing_server/web/) and the OpenAPI
+// document, built into the binary: embed_assets.cmake turns each file into bytes at build
+// time, so the server needs no files and no network at run time to serve them.
 #pragma once
 
 #include <span>
@@ -18,5 +18,10 @@ struct WebAsset {
 
 /// Every file of the page; index.html is served at "/", the others under "/assets/".
 std::span<const WebAsset> web_assets();
+
+/// The server's OpenAPI document (docs/openapi.yaml, converted to JSON at build time by
+/// yaml_to_json.py and embedded the same way): one entry, "openapi.json", served at
+/// "/openapi.json".
+std::span<const WebAsset> api_documents();
 
 }  // namespace ticketing

@@ -3,6 +3,7 @@
 #include "http_client.hpp"
 
 #include <strings.h>
+#include <unistd.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -10,6 +11,12 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
 #include <stdexcept>
 
 namespace seatlock::testing {
@@ -35,6 +42,62 @@ std::string HttpReply::header(const std::string& name) const {
     }
     return "";
 }
+
+namespace {
+
+std::string base64(std::string_view bytes) {
+    static constexpr char digits[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    out.reserve((bytes.size() + 2) / 3 * 4);
+    std::size_t i = 0;
+    for (; i + 2 < bytes.size(); i += 3) {
+        const auto n = std::uint32_t(std::uint8_t(bytes[i])) << 16 |
+                       std::uint32_t(std::uint8_t(bytes[i + 1])) << 8 | std::uint8_t(bytes[i + 2]);
+        for (const int shift : {18, 12, 6, 0}) out += digits[(n >> shift) & 63];
+    }
+    if (i < bytes.size()) {
+        std::uint32_t n = std::uint32_t(std::uint8_t(bytes[i])) << 16;
+        if (i + 1 < bytes.size()) n |= std::uint32_t(std::uint8_t(bytes[i + 1])) << 8;
+        out += digits[(n >> 18) & 63];
+        out += digits[(n >> 12) & 63];
+        out += i + 1 < bytes.size() ? digits[(n >> 6) & 63] : '=';
+        out += '=';
+    }
+    return out;
+}
+
+// With SEATLOCK_HTTP_RECORD set (a directory; tests/system/CMakeLists.txt sets it), every
+// answer is appended to <directory>/<pid>.jsonl as one JSON line: {"method", "target",
+// "status", "headers": [[name, value]...], "body_base64"}. One file per process, so test
+// programs running at the same time never share one; tests/support/openapi_check.py
+// validates them against docs/openapi.yaml.
+void record(const std::string& method, const std::string& target, const HttpReply& reply) {
+    static const char* const directory = std::getenv("SEATLOCK_HTTP_RECORD");
+    if (directory == nullptr || *directory == '\0') return;
+    boost::json::array headers;
+    for (const auto& [name, value] : reply.headers) {
+        headers.push_back(
+            boost::json::array{boost::json::string(name), boost::json::string(value)});
+    }
+    boost::json::object line;
+    line["method"] = method;
+    line["target"] = target;
+    line["status"] = reply.status;
+    line["headers"] = std::move(headers);
+    line["body_base64"] = base64(reply.body);
+    static std::mutex mutex;
+    const std::lock_guard lock(mutex);
+    std::filesystem::create_directories(directory);
+    std::ofstream file(std::string(directory) + "/" + std::to_string(::getpid()) + ".jsonl",
+                       std::ios::app);
+    file << boost::json::serialize(line) << '\n';
+    if (!file) {
+        throw std::runtime_error("cannot append to the HTTP record in " + std::string(directory));
+    }
+}
+
+}  // namespace
 
 struct HttpClient::Connection {
     asio::io_context ioc;
@@ -100,6 +163,7 @@ HttpReply HttpClient::send(const std::string& method, const std::string& target,
         reply.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
     }
     if (!response.keep_alive()) connection_.reset();
+    record(method, target, reply);
     return reply;
 }
 

@@ -2,6 +2,8 @@
 // tests/support/http_client.hpp: a small synchronous HTTP/1.1 client (Boost.Beast) for
 // the system tests. One keep-alive connection, opened on first use and again after the
 // server answered "Connection: close". Never retries: a failed request is an exception.
+// With SEATLOCK_HTTP_RECORD set to a directory, every answer is recorded there (one JSON
+// line each, one file per process) for the OpenAPI check (tests/support/openapi_check.py).
 #pragma once
 
 #include <boost/json/value.hpp>
