@@ -550,6 +550,16 @@ Api::Answer Api::seats(Call& call) {
         response.set(http::field::retry_after, "1");
         co_return response;
     }
+    if (snapshot->repairs < ticketing_->repairs()) {
+        // Not read again since this server repaired the venue (the storage failed meanwhile):
+        // it may miss sales restored by the repair, and show their seats free.
+        auto response = error_with_details(
+            http::status::service_unavailable, "storage_unavailable",
+            "the seat map of " + event + " has not been read again since the storage was repaired",
+            json::object{{"retry_safe", true}});
+        response.set(http::field::retry_after, "1");
+        co_return response;
+    }
     if (since_text) {
         if (zone) bad_input("give zone or since, not both");
         const auto after = parse_version(*since_text);

@@ -121,13 +121,24 @@ std::shared_ptr<const Snapshot> SeatFeed::current(std::string_view event) const 
 asio::awaitable<std::shared_ptr<const Snapshot>> SeatFeed::fresh(std::string event,
                                                                  std::chrono::milliseconds timeout) {
     const std::uint64_t writes = writes_.load();
+    const std::uint64_t repairs = ticketing_.repairs();
     auto snapshot = current(event);
-    if (!snapshot || snapshot->covers_writes >= writes) co_return snapshot;
+    // A snapshot read before this server's repair may miss sales of other servers made
+    // just before the storage lost its data, which the repair restored: the reader reads
+    // the whole map again on its next pass, woken here rather than after its interval.
+    const auto behind = [&] {
+        if (!snapshot) return false;
+        if (snapshot->repairs < repairs) {
+            wake();
+            return true;
+        }
+        return snapshot->covers_writes < writes;
+    };
+    if (!behind()) co_return snapshot;
     // The reader was woken by those writes; it publishes within min_gap plus one call.
     asio::steady_timer timer(co_await asio::this_coro::executor);
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (snapshot && snapshot->covers_writes < writes &&
-           std::chrono::steady_clock::now() < deadline) {
+    while (behind() && std::chrono::steady_clock::now() < deadline) {
         timer.expires_after(std::chrono::milliseconds(1));
         boost::system::error_code ignored;
         co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
@@ -198,6 +209,10 @@ StreamFrame SeatFeed::frame_after(std::string_view event, EventVersion after, st
 
 void SeatFeed::note_write() {
     writes_.fetch_add(1);
+    wake();
+}
+
+void SeatFeed::wake() {
     if (!reader_) return;
     if (reader_->woken.exchange(true)) return;
     asio::post(reader_->strand, [reader = reader_] { reader->timer.cancel(); });
@@ -342,6 +357,7 @@ asio::awaitable<bool> SeatFeed::follow(EventFeed& feed) {
             if (page->version != previous->version || !page->changes.empty()) {
                 auto next = apply(*previous, page->version, page->changes);
                 next->covers_writes = writes;
+                next->repairs = repairs;
                 next->changes_from = previous->version;
                 next->changes_frame =
                     sse_frame(next->version, "changes",
@@ -356,6 +372,7 @@ asio::awaitable<bool> SeatFeed::follow(EventFeed& feed) {
                 same->zones = previous->zones;
                 same->layouts = previous->layouts;
                 same->covers_writes = writes;
+                same->repairs = repairs;
                 same->changes_from = previous->changes_from;
                 same->changes_frame = previous->changes_frame;
                 std::lock_guard lock(feed.mutex);
@@ -377,6 +394,7 @@ asio::awaitable<bool> SeatFeed::follow(EventFeed& feed) {
         if (map) {
             auto next = from_map(feed.id, *map, previous.get());
             next->covers_writes = writes;
+            next->repairs = repairs;
             publish(feed, std::move(next), {}, true);
             feed.repairs_seen = repairs;
         } else {

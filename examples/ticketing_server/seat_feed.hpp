@@ -82,6 +82,10 @@ public:
     /// The writes of this process (SeatFeed::note_write) the storage had answered before
     /// the read that made this snapshot.
     std::uint64_t covers_writes = 0;
+    /// Ticketing::repairs() when the read that made this snapshot was sent. One from before
+    /// this server's latest repair may show the storage as it was before it lost data (a
+    /// sale of another server that this process had not read yet is missing from it).
+    std::uint64_t repairs = 0;
     /// The stream frame of the changes from the previous published snapshot to this one,
     /// and that snapshot's version ("" when this one came from a whole read).
     std::string changes_frame;
@@ -145,8 +149,9 @@ public:
     /// an event the venue does not have).
     [[nodiscard]] std::shared_ptr<const Snapshot> current(std::string_view event) const;
     /// The latest snapshot of `event`, waited for (never more than `timeout`) until it
-    /// covers every write of this process answered before the call: a buyer reads their
-    /// own writes. Null as for current().
+    /// covers every write of this process answered before the call (a buyer reads their
+    /// own writes) and was read after this server's latest repair (the reader is woken
+    /// for it). Null as for current().
     boost::asio::awaitable<std::shared_ptr<const Snapshot>> fresh(
         std::string event, std::chrono::milliseconds timeout);
     /// The changes of `event` after version `after`, from memory.
@@ -172,6 +177,7 @@ private:
     struct Reader;
     EventFeed* find(std::string_view event) const;
     boost::asio::awaitable<void> run();
+    void wake();
     boost::asio::awaitable<bool> follow(EventFeed& feed);
     void publish(EventFeed& feed, std::shared_ptr<const Snapshot> next,
                  std::vector<seatlock::SeatChange> changes, bool whole);

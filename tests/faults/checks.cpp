@@ -407,6 +407,62 @@ std::vector<std::string> read_not_paid(const std::map<std::string, std::string>&
 }
 }  // namespace
 
+namespace {
+
+// A counter of a server's GET /metrics; nullopt when the server does not answer it.
+std::optional<std::int64_t> counter(int port, const std::string& name) {
+    try {
+        HttpClient client(port);
+        const auto reply = client.get("/metrics");
+        const std::string line = "\n" + name + " ";
+        const auto at = reply.body.find(line);
+        if (reply.status != 200 || at == std::string::npos) return std::nullopt;
+        return std::stoll(reply.body.substr(at + line.size()));
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+}  // namespace
+
+Findings wait_until_shown_paid(const std::vector<int>& ports, const Venue& venue,
+                               const std::set<std::string>& paid_seats,
+                               std::chrono::milliseconds deadline, std::string& log) {
+    using Clock = std::chrono::steady_clock;
+    Findings findings;
+    const auto started = Clock::now();
+    for (std::size_t i = 0; i < ports.size(); ++i) {
+        std::string last;
+        bool shown = false;
+        int reads = 0;
+        while (!shown) {
+            std::string error;
+            const auto seats = seat_map(ports[i], venue, &error);
+            ++reads;
+            if (!seats) {
+                last = error;
+            } else {
+                const auto not_paid = read_not_paid(*seats, paid_seats);
+                shown = not_paid.empty();
+                if (!shown) last = "seats " + join(not_paid) + " read not paid";
+            }
+            if (shown || Clock::now() >= started + deadline) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        const auto took =
+            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+        if (!shown) {
+            findings.add("every server's seat map shows the seats paid (SQLite) before a fault",
+                         "server " + std::to_string(i) + ": not after " +
+                             std::to_string(deadline.count()) + " ms; last: " + last);
+            continue;
+        }
+        log += "server " + std::to_string(i) + ": every paid seat shown after " +
+               std::to_string(took.count()) + " ms (" + std::to_string(reads) + " reads)\n";
+    }
+    return findings;
+}
+
 Findings watch_repair(const std::vector<int>& ports, const Venue& venue,
                       const std::set<std::string>& paid_seats, std::chrono::milliseconds deadline,
                       std::string& log) {
@@ -414,6 +470,7 @@ Findings watch_repair(const std::vector<int>& ports, const Venue& venue,
     struct Watch {
         bool repaired = false;
         bool wrong_map_seen = false;
+        bool found = false;    // the server counted the loss
         int storage_lost = 0;  // /healthz answers saying so
         int other_unhealthy = 0;
         std::string last;
@@ -427,6 +484,10 @@ Findings watch_repair(const std::vector<int>& ports, const Venue& venue,
             Watch& w = watches[i];
             if (w.repaired) continue;
             all = false;
+            // Read first: a map read after it says the loss was found is the repaired one.
+            // Before, the server serves its copy from before the loss with /healthz 200.
+            const auto losses = counter(ports[i], "seatlock_ticketing_storage_losses_total");
+            if (losses && *losses > 0) w.found = true;
             try {
                 HttpClient client(ports[i]);
                 const auto health = client.get("/healthz");
@@ -447,7 +508,9 @@ Findings watch_repair(const std::vector<int>& ports, const Venue& venue,
                 continue;
             }
             const auto not_paid = read_not_paid(*seats, paid_seats);
-            if (not_paid.empty()) {
+            if (not_paid.empty() && !w.found) {
+                w.last = "/healthz 200 and every paid seat paid, before the loss was found";
+            } else if (not_paid.empty()) {
                 w.repaired = true;
                 const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::steady_clock::now() - started);
@@ -459,7 +522,9 @@ Findings watch_repair(const std::vector<int>& ports, const Venue& venue,
                 findings.add(
                     "after Redis lost its data, no paid seat reads free while /healthz says ok",
                     "server " + std::to_string(i) + ": seats " + join(not_paid) +
-                        " of paid orders read not paid");
+                        " of paid orders read not paid (" +
+                        (w.found ? "after" : "before") + " the server found the loss, " +
+                        std::to_string(w.storage_lost) + " /healthz storage_lost answers seen)");
             }
         }
         if (all) break;
@@ -473,24 +538,6 @@ Findings watch_repair(const std::vector<int>& ports, const Venue& venue,
     }
     return findings;
 }
-
-namespace {
-
-// A counter of a server's GET /metrics; nullopt when the server does not answer it.
-std::optional<std::int64_t> counter(int port, const std::string& name) {
-    try {
-        HttpClient client(port);
-        const auto reply = client.get("/metrics");
-        const std::string line = "\n" + name + " ";
-        const auto at = reply.body.find(line);
-        if (reply.status != 200 || at == std::string::npos) return std::nullopt;
-        return std::stoll(reply.body.substr(at + line.size()));
-    } catch (const std::exception&) {
-        return std::nullopt;
-    }
-}
-
-}  // namespace
 
 Findings watch_rollback_repair(const std::vector<int>& ports, const Venue& venue,
                                const std::set<std::string>& paid_seats,

@@ -108,10 +108,24 @@ void paid_orders_answer_as_before(int port, const DatabaseView& before, std::siz
 void pending_rows_closed(const std::string& db_path, const DatabaseView& before,
                          std::chrono::milliseconds wait, Findings& findings);
 
-/// After Redis lost its data: polls every server until its /healthz answers 200 and its
-/// seat map shows every seat of `paid_seats` paid, or until `deadline`. A seat map that
-/// answers 200 with one of those seats not paid is a finding (the seat could be sold
-/// again), and so is a server not repaired in time. `log` gets what each server said.
+/// Before a fault: polls every server until its seat map shows every seat of `paid_seats`
+/// paid, or until `deadline`. A server's map follows the other servers' sales one feed
+/// read later, so a seat paid just before the fault can read held or free on another
+/// server that has not read since; a server that has not yet seen the fault (the storage
+/// it lost answers nothing meanwhile) serves that map with /healthz 200. Waiting first
+/// makes watch_repair's "every seat paid before the loss" what each server had shown. A
+/// server whose map never shows them is a finding; `log` gets how long each took.
+Findings wait_until_shown_paid(const std::vector<int>& ports, const Venue& venue,
+                               const std::set<std::string>& paid_seats,
+                               std::chrono::milliseconds deadline, std::string& log);
+
+/// After Redis lost its data: polls every server until it has counted the loss
+/// (seatlock_ticketing_storage_losses_total above 0), then its /healthz answers 200 and its
+/// seat map shows every seat of `paid_seats` paid, or until `deadline`; a map read before
+/// the server found the loss is its copy from before, and proves no repair. A seat map
+/// that answers 200 with one of those seats not paid, before or after, is a finding (the
+/// seat could be sold again), and so is a server not repaired in time. `log` gets what
+/// each server said.
 Findings watch_repair(const std::vector<int>& ports, const Venue& venue,
                       const std::set<std::string>& paid_seats, std::chrono::milliseconds deadline,
                       std::string& log);
