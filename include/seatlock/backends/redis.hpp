@@ -162,7 +162,8 @@ struct RedisConnectionStats {
 
 /// RedisBackend::stats(): every connection's counters, and what became of the events.
 struct RedisStats {
-    /// One entry per pool and per pipelined connection, in the order they were first used.
+    /// One entry per pool and per pipelined connection, in the order they were made (a pool
+    /// at its first call, pipelined connections at the first call that needs them).
     std::vector<RedisConnectionStats> connections;
     /// Events handed to RedisOptions::on_event.
     std::uint64_t events_delivered = 0;
