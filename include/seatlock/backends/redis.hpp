@@ -93,8 +93,10 @@ struct RedisEvent {
         /// The function library (`reason`: its name) was loaded into `node`, which lacked
         /// it (a new server, a restart without persistence, FUNCTION FLUSH).
         library_loaded,
-        /// A call took at least RedisOptions::slow_call_threshold from the moment it was
-        /// given to a connection to its answer (`took`); `reason` names it ("FCALL hold").
+        /// A call took at least RedisOptions::slow_call_threshold (`took`), timed on the
+        /// connection that sent it: on a pipelined one from being given to it (waiting for
+        /// it to connect included) to its answer, on a pooled one from writing it to its
+        /// reply; `reason` names it ("FCALL hold").
         slow_call,
     };
     /// Which of the backend's connections it concerns.
@@ -142,8 +144,9 @@ struct RedisConnectionStats {
     /// pooled and discovery connections) and one per pipelined connection.
     RedisEvent::Connection connection = RedisEvent::Connection::pooled;
     std::string node;  ///< "host:port" or "unix:<path>"
-    /// Calls given to it and not answered yet (waiting to be sent, sent, or waiting for a
-    /// connection).
+    /// Calls not answered yet: on a pipelined connection, those given to it (queued,
+    /// written, or waiting for it to connect); on a pool, commands written and waiting for
+    /// their reply.
     std::uint64_t in_flight = 0;
     /// Commands written to the server, the connection's own (AUTH, SELECT, FUNCTION LOAD,
     /// ASKING, calls sent again) included.
@@ -292,9 +295,9 @@ struct RedisOptions {
     /// destructor waits for the callback running, delivers nothing after it returns, and
     /// drops what is still queued.
     std::function<void(const RedisEvent&)> on_event;
-    /// A call taking at least this long is a slow_call event (with on_event set): from
-    /// when it is given to a connection to its answer, so waiting for a connection counts.
-    /// 0 reports every call; must not be negative.
+    /// A call taking at least this long is a slow_call event (with on_event set; see
+    /// RedisEvent::Kind::slow_call for what is timed). 0 reports every call; must not be
+    /// negative.
     Millis slow_call_threshold{100};
     /// How many events wait for the callback at most before newer ones are dropped: 1 to
     /// 1,000,000.
