@@ -28,6 +28,8 @@
 #include "ticketing.hpp"
 #include "venue.hpp"
 #ifdef SEATLOCK_TICKETING_WITH_REDIS
+#include "redis_metrics.hpp"
+
 #include <seatlock/backends/redis.hpp>
 #endif
 
@@ -55,8 +57,10 @@ namespace asio = boost::asio;
 
 constexpr auto drain_period = std::chrono::milliseconds(250);
 
+// On Redis, the connections' events are logged and counted in `metrics`, and the backend's
+// counters rendered at every scrape (redis_metrics.hpp); `metrics` outlives the backend.
 seatlock::Result<seatlock::AnyBackend> make_backend(
-    const ServerOptions& options, const std::vector<asio::io_context*>& contexts) {
+    const ServerOptions& options, const std::vector<asio::io_context*>& contexts, Metrics& metrics) {
     if (options.backend == BackendKind::memory) {
         return seatlock::AnyBackend::make<seatlock::MemoryBackend>();
     }
@@ -68,15 +72,18 @@ seatlock::Result<seatlock::AnyBackend> make_backend(
     // Everything goes through the pipelined connection of the asynchronous API, but the
     // ping below: the blocking pool needs one connection.
     redis_options->pool_size = 1;
+    observe_redis(*redis_options, metrics);
     // A connection on each of the server's io_contexts (RedisBackend(options, executors)).
     std::vector<asio::any_io_executor> executors;
     for (auto* context : contexts) executors.push_back(context->get_executor());
     auto redis = std::make_shared<seatlock::RedisBackend>(std::move(*redis_options), executors);
     // Fail at start, not at the first customer's request.
     if (auto ok = redis->ping(); !ok) return std::move(ok).error();
+    scrape_redis(redis, metrics);
     return seatlock::AnyBackend(std::move(redis));
 #else
     (void)contexts;
+    (void)metrics;
     return seatlock::Failure(
         seatlock::errc::invalid_argument,
         "this build has no Redis backend (configure with SEATLOCK_WITH_REDIS=ON)");
@@ -139,14 +146,15 @@ int serve(const ServerOptions& options) {
     }
     // The first also runs the start-up, the signals and the expiry drain.
     asio::io_context& ioc = *contexts.front();
-    auto backend = make_backend(options, contexts);
+    // Before the backend, which reports to it, and destroyed after it.
+    Metrics metrics;
+    auto backend = make_backend(options, contexts, metrics);
     if (!backend) {
         log("cannot use the {} backend: {}",
             options.backend == BackendKind::redis ? "redis" : "memory", backend.error().message());
         return 1;
     }
     Database db(options.db_path);
-    Metrics metrics;
     seatlock::HoldPolicy policy;
     policy.hold_ttl = options.hold_ttl;
     policy.max_hold_lifetime = options.max_hold_lifetime;

@@ -24,6 +24,18 @@ void Metrics::request_done(unsigned status, std::chrono::steady_clock::duration 
     ++responses_[status];
 }
 
+void Metrics::redis_event(std::string_view kind) {
+    std::lock_guard lock(maps_mutex_);
+    auto at = redis_events_.find(kind);
+    if (at == redis_events_.end()) at = redis_events_.emplace(std::string(kind), 0).first;
+    ++at->second;
+}
+
+void Metrics::add_scraped(std::function<std::string()> render) {
+    std::lock_guard lock(maps_mutex_);
+    scraped_ = std::move(render);
+}
+
 std::string Metrics::render() const {
     std::string out;
     auto counter = [&out](const char* name, const char* help, std::uint64_t value) {
@@ -112,6 +124,17 @@ std::string Metrics::render() const {
                    "seatlock_ticketing_http_request_duration_seconds_sum {}\n"
                    "seatlock_ticketing_http_request_duration_seconds_count {}\n",
                    static_cast<double>(latency_sum_ns_.load()) / 1e9, cumulative);
+    if (!redis_events_.empty()) {
+        out +=
+            "# HELP seatlock_redis_events_total Events of the Redis backend's connections, by "
+            "kind.\n"
+            "# TYPE seatlock_redis_events_total counter\n";
+        for (const auto& [kind, n] : redis_events_) {
+            fmt::format_to(std::back_inserter(out), "seatlock_redis_events_total{{kind=\"{}\"}} {}\n",
+                           kind, n);
+        }
+    }
+    if (scraped_) out += scraped_();
     return out;
 }
 

@@ -8,9 +8,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 namespace ticketing {
 
@@ -60,6 +62,12 @@ public:
     void conflict(const std::string& kind);
     /// One answered HTTP request: its status code and how long it took.
     void request_done(unsigned status, std::chrono::steady_clock::duration took);
+    /// One event of the Redis backend's connections (RedisOptions::on_event), by its kind
+    /// ("reconnecting", "slow_call", ...).
+    void redis_event(std::string_view kind);
+    /// Text rendered after the server's own metrics at every scrape (the Redis backend's
+    /// counters, redis_metrics.hpp); set once, before the server serves.
+    void add_scraped(std::function<std::string()> render);
 
     /// Everything, in Prometheus text format (version 0.0.4).
     std::string render() const;
@@ -95,6 +103,8 @@ private:
     mutable std::mutex maps_mutex_;
     std::map<std::string, std::uint64_t> conflicts_;
     std::map<unsigned, std::uint64_t> responses_;
+    std::map<std::string, std::uint64_t, std::less<>> redis_events_;
+    std::function<std::string()> scraped_;
 };
 
 }  // namespace ticketing

@@ -120,7 +120,8 @@ std::string ClusterRouter::Node::address() const {
     return host + ":" + std::to_string(port);
 }
 
-ClusterRouter::ClusterRouter(const RedisOptions& options) : options_(options) {
+ClusterRouter::ClusterRouter(const RedisOptions& options, std::shared_ptr<Telemetry> telemetry)
+    : options_(options), telemetry_(std::move(telemetry)) {
     owners_.fill(-1);
 }
 
@@ -132,7 +133,7 @@ ClusterRouter::Node ClusterRouter::node(const std::string& host, int port) {
         RedisOptions o = options_;
         o.host = host;
         o.port = port;
-        pool = std::make_shared<ConnectionPool>(o);
+        pool = std::make_shared<ConnectionPool>(o, telemetry_);
     }
     n.pool = pool;
     return n;
@@ -229,11 +230,18 @@ Result<void> ClusterRouter::refresh_from(Node from) {
         for (auto s = start->integer; s <= end->integer; ++s) owners[static_cast<std::size_t>(s)] = index;
     }
     if (primaries.empty()) return bad("no slot is served (is cluster-enabled on?)");
-    std::lock_guard lock(mutex_);
-    primaries_ = std::move(primaries);
-    owners_ = owners;
-    refreshed_ = std::chrono::steady_clock::now();
-    ever_refreshed_ = true;
+    const std::size_t count = primaries.size();
+    {
+        std::lock_guard lock(mutex_);
+        primaries_ = std::move(primaries);
+        owners_ = owners;
+        refreshed_ = std::chrono::steady_clock::now();
+        ever_refreshed_ = true;
+    }
+    if (telemetry_ && telemetry_->observed()) {
+        telemetry_->emit(RedisEvent::Kind::slots_refreshed, RedisEvent::Connection::discovery,
+                         from.address(), std::to_string(count) + " primaries");
+    }
     return {};
 }
 
@@ -265,6 +273,7 @@ std::optional<ClusterRouter::Route::Next> ClusterRouter::Route::next() {
             Next target = std::move(*ask_);
             ask_.reset();
             asked_host_ = target.host;
+            asked_address_ = target.host + ":" + std::to_string(target.port);
             return target;
         }
         std::optional<Node> owner;
@@ -276,6 +285,7 @@ std::optional<ClusterRouter::Route::Next> ClusterRouter::Route::next() {
         }
         if (owner) {
             asked_host_ = owner->host;
+            asked_address_ = owner->address();
             return Next{owner->host, owner->port, owner->pool, false};
         }
         last_ = Failure(errc::io_error,
@@ -326,6 +336,17 @@ ClusterRouter::Route::Verdict ClusterRouter::Route::after(const Result<ReplyPtr>
     if (auto moved = redirection(r, asked_host_)) {
         Node to = router_.node(moved->host, moved->port);
         last_ = Failure(errc::io_error, what_ + ": " + std::string(r.str, r.len) + " (not applied)");
+        if (const auto& telemetry = router_.telemetry_; telemetry && telemetry->observed()) {
+            RedisEvent event;
+            event.kind = RedisEvent::Kind::redirected;
+            event.connection =
+                may_block_ ? RedisEvent::Connection::pooled : RedisEvent::Connection::pipelined;
+            event.node = to.address();
+            event.previous = asked_address_;
+            event.reason = moved->ask ? "ASK" : "MOVED";
+            event.slot = moved->slot;
+            telemetry->emit(std::move(event));
+        }
         if (moved->ask) {
             ask_ = Next{to.host, to.port, to.pool, true};
         } else {

@@ -52,7 +52,10 @@ Result<std::optional<std::uint16_t>> common_slot(std::span<const std::string> ke
 
 class ClusterRouter {
 public:
-    explicit ClusterRouter(const RedisOptions& options);
+    /// `telemetry` (may be null): its nodes' pools' counters and events, and the map's
+    /// (slots_refreshed, redirected).
+    explicit ClusterRouter(const RedisOptions& options,
+                           std::shared_ptr<Telemetry> telemetry = nullptr);
     ClusterRouter(const ClusterRouter&) = delete;
     ClusterRouter& operator=(const ClusterRouter&) = delete;
 
@@ -95,6 +98,7 @@ public:
         const std::chrono::steady_clock::time_point started_;
         std::optional<Next> ask_;  // the target of an ASK, for the next attempt only
         std::string asked_host_;   // the host of the last attempt
+        std::string asked_address_;  // its host:port, for events
         Failure last_;
         int tries_ = 0;  // MOVED redirections and reconnections
         int waits_ = 0;  // TRYAGAIN and CLUSTERDOWN pauses
@@ -125,6 +129,7 @@ private:
     Result<void> refresh_from(Node from);
 
     const RedisOptions options_;
+    const std::shared_ptr<Telemetry> telemetry_;
     std::mutex mutex_;                                          // guards what follows
     std::map<std::string, std::shared_ptr<ConnectionPool>> pools_;  // by "host:port", kept
     std::vector<Node> primaries_;

@@ -5,6 +5,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include "seatlock_redis_scripts.hpp"
+
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -107,6 +109,7 @@ Failure error_reply_failure(std::string_view message, std::string_view what) {
 struct ConnectionPool::Connection {
     redisContext* ctx = nullptr;
     bool broken = false;  // must be reconnected before its next command
+    bool up = false;      // connected, handshake done, and not broken since
 
     ~Connection() {
         if (ctx) redisFree(ctx);
@@ -115,11 +118,38 @@ struct ConnectionPool::Connection {
     // context keeps what redisReconnect needs.
     void mark_broken() {
         broken = true;
+        up = false;
         if (ctx && ctx->fd >= 0) ::shutdown(ctx->fd, SHUT_RDWR);
     }
 };
 
-ConnectionPool::ConnectionPool(const RedisOptions& options) : options_(options) {}
+ConnectionPool::ConnectionPool(const RedisOptions& options, std::shared_ptr<Telemetry> telemetry,
+                               RedisEvent::Connection kind)
+    : options_(options),
+      where_(where_of(options)),
+      telemetry_(std::move(telemetry)),
+      kind_(kind) {}
+
+void ConnectionPool::emit(RedisEvent::Kind kind, std::string reason) const {
+    if (telemetry_ && telemetry_->observed()) telemetry_->emit(kind, kind_, where_, std::move(reason));
+}
+
+void ConnectionPool::broke(Connection& c, errc code, const std::string& why) {
+    const bool was_up = c.up;
+    c.mark_broken();
+    if (!was_up || !telemetry_ || !telemetry_->observed()) return;
+    RedisEvent event;
+    event.kind = RedisEvent::Kind::disconnected;
+    event.connection = kind_;
+    event.node = where_;
+    event.reason = why;
+    event.error = make_error_code(code);
+    telemetry_->emit(std::move(event));
+}
+
+void ConnectionPool::Lease::library_loaded() const {
+    pool_->emit(RedisEvent::Kind::library_loaded, std::string(redis_scripts::library_name));
+}
 
 ConnectionPool::~ConnectionPool() = default;
 
@@ -145,6 +175,10 @@ Result<ConnectionPool::Lease> ConnectionPool::lease() {
             return Failure(errc::timeout, "all " + std::to_string(options_.pool_size) +
                                               " Redis connections stayed busy for " +
                                               std::to_string(patience.count()) + " ms");
+        }
+        if (!counters_) {
+            counters_ = telemetry_ ? telemetry_->counters(kind_, where_)
+                                   : std::make_shared<ConnectionCounters>(kind_, where_);
         }
         if (!idle_.empty()) {
             connection = std::move(idle_.back());  // the most recently used: likely alive
@@ -173,8 +207,14 @@ std::string where_of(const RedisOptions& options) {
 }
 
 Result<void> ConnectionPool::connect(Connection& c) {
-    if (c.ctx && !c.broken && !closed_by_peer(c.ctx->fd)) return {};
-    const std::string where = where_of(options_);
+    if (c.ctx && !c.broken) {
+        if (!closed_by_peer(c.ctx->fd)) return {};
+        broke(c, errc::io_error, "the server closed the connection while it was idle");
+    }
+    const std::string& where = where_;
+    const bool again = c.ctx != nullptr;
+    if (again) emit(RedisEvent::Kind::reconnecting);
+    counters_->add(counters_->connects);
     if (c.ctx && redisReconnect(c.ctx) != REDIS_OK) {
         const std::string reason = c.ctx->errstr;
         c.broken = true;
@@ -204,7 +244,11 @@ Result<void> ConnectionPool::connect(Connection& c) {
     // (EOPNOTSUPP), and that leaves the context in error: its next command fails.
     if (options_.unix_socket.empty()) redisEnableKeepAlive(c.ctx);
     c.broken = false;
-    return handshake(c);
+    if (auto ok = handshake(c); !ok) return ok;
+    c.up = true;
+    if (again) counters_->add(counters_->reconnects);
+    emit(RedisEvent::Kind::connected);
+    return {};
 }
 
 Result<void> ConnectionPool::handshake(Connection& c) {
@@ -228,7 +272,9 @@ Result<void> ConnectionPool::handshake(Connection& c) {
         }
         redisAppendCommandArgv(c.ctx, static_cast<int>(argv.size()), argv.data(), lengths.data());
     }
-    const std::string where = where_of(options_);
+    const std::string& where = where_;
+    counters_->add(counters_->sent, commands.size());
+    counters_->add(counters_->writes);
     SigpipeGuard guard;
     for (const auto& command : commands) {
         void* raw = nullptr;
@@ -238,6 +284,7 @@ Result<void> ConnectionPool::handshake(Connection& c) {
             return Failure(errc::connection_failed, "Redis at " + where + " did not answer " +
                                                         std::string(command[0]) + ": " + reason);
         }
+        counters_->add(counters_->reads);
         ReplyPtr reply(static_cast<redisReply*>(raw));
         if (reply->type != REDIS_REPLY_ERROR) continue;
         const std::string message(reply->str, reply->len);
@@ -259,7 +306,42 @@ Result<void> ConnectionPool::handshake(Connection& c) {
 }
 
 Result<ReplyPtr> ConnectionPool::Lease::command(std::span<const std::string_view> args) {
+    ConnectionCounters& counters = *pool_->counters_;
+    counters.add(counters.in_flight);
+    struct InFlight {
+        ConnectionCounters& counters;
+        ~InFlight() { counters.remove_in_flight(); }
+    } const in_flight{counters};
+    const Telemetry* telemetry = pool_->telemetry_.get();
+    const bool timed = telemetry && telemetry->observed();
+    const auto started = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    auto result = send_and_read(args);
+    if (timed) {
+        const auto took = std::chrono::steady_clock::now() - started;
+        if (telemetry->slow(took)) {
+            RedisEvent event;
+            event.kind = RedisEvent::Kind::slow_call;
+            event.connection = pool_->kind_;
+            event.node = pool_->where_;
+            event.reason = std::string(args.empty() ? std::string_view("command") : args.front());
+            if (args.size() > 1 && event.reason == "FCALL") {
+                // Named as the pipelined connections name it: "FCALL hold", without the
+                // library's prefix.
+                std::string_view function = args[1];
+                const std::string prefix = std::string(redis_scripts::library_name) + "_";
+                if (function.substr(0, prefix.size()) == prefix) function.remove_prefix(prefix.size());
+                event.reason += " " + std::string(function);
+            }
+            event.took = std::chrono::duration_cast<std::chrono::microseconds>(took);
+            pool_->telemetry_->emit(std::move(event));
+        }
+    }
+    return result;
+}
+
+Result<ReplyPtr> ConnectionPool::Lease::send_and_read(std::span<const std::string_view> args) {
     Connection& c = *connection_;
+    ConnectionCounters& counters = *pool_->counters_;
     std::vector<const char*> argv;
     std::vector<std::size_t> lengths;
     argv.reserve(args.size());
@@ -271,16 +353,20 @@ Result<ReplyPtr> ConnectionPool::Lease::command(std::span<const std::string_view
     const std::string what(args.empty() ? std::string_view("command") : args.front());
     if (redisAppendCommandArgv(c.ctx, static_cast<int>(argv.size()), argv.data(), lengths.data()) !=
         REDIS_OK) {
-        c.mark_broken();
-        return Failure(errc::io_error, what + " not sent: " + c.ctx->errstr);
+        const std::string reason = c.ctx->errstr;
+        pool_->broke(c, errc::io_error, reason);
+        return Failure(errc::io_error, what + " not sent: " + reason);
     }
+    counters.add(counters.sent);
+    counters.add(counters.writes);
     SigpipeGuard guard;
     for (int done = 0; !done;) {
         if (redisBufferWrite(c.ctx, &done) != REDIS_OK) {
             const int error_number = errno;
             const std::string reason = c.ctx->errstr;
             const bool slow = timed_out(c.ctx, error_number);
-            c.mark_broken();
+            pool_->broke(c, slow ? errc::timeout : errc::io_error,
+                         slow ? "not sent within the command timeout" : reason);
             // Not sent completely: the server never runs a partial command.
             if (slow) {
                 return Failure(errc::timeout,
@@ -297,7 +383,10 @@ Result<ReplyPtr> ConnectionPool::Lease::command(std::span<const std::string_view
         const std::string reason = c.ctx->errstr;
         const bool slow = timed_out(c.ctx, error_number);
         const bool unreadable = c.ctx->err == REDIS_ERR_PROTOCOL;
-        c.mark_broken();
+        pool_->broke(c, unreadable ? errc::protocol_error : slow ? errc::timeout : errc::io_error,
+                     unreadable ? "unreadable reply: " + reason
+                     : slow     ? "no reply within the command timeout"
+                                : reason);
         if (unreadable)
             return Failure(errc::protocol_error, what + ": unreadable reply: " + reason);
         return Failure(
@@ -308,6 +397,7 @@ Result<ReplyPtr> ConnectionPool::Lease::command(std::span<const std::string_view
                       : "the connection broke before the reply (" + reason + ")") +
                 ": it may or may not have been applied");
     }
+    counters.add(counters.reads);
     return ReplyPtr(static_cast<redisReply*>(raw));
 }
 

@@ -8,9 +8,15 @@
 // timeout on reconnect). An idle connection the server closed (CLIENT KILL, restart,
 // idle timeout) is noticed before a command is written to it, so such a command fails
 // cleanly or goes out on a fresh connection instead of ending as outcome_unknown.
+//
+// Its counters (one ConnectionCounters for the pool) are listed by stats() from its first
+// lease on; its connections' events (connected, disconnected, reconnecting, slow_call) go
+// to the Telemetry it was given.
 #pragma once
 
 #include <seatlock/backends/redis.hpp>
+
+#include "telemetry.hpp"
 
 #include <condition_variable>
 #include <memory>
@@ -44,7 +50,11 @@ class ConnectionPool {
     struct Connection;
 
 public:
-    explicit ConnectionPool(const RedisOptions& options);
+    /// `telemetry` null: no events, counters of its own (not listed anywhere).
+    /// `kind`: how its counters and events name its connections.
+    explicit ConnectionPool(const RedisOptions& options,
+                            std::shared_ptr<Telemetry> telemetry = nullptr,
+                            RedisEvent::Connection kind = RedisEvent::Connection::pooled);
     ~ConnectionPool();
     ConnectionPool(const ConnectionPool&) = delete;
     ConnectionPool& operator=(const ConnectionPool&) = delete;
@@ -62,8 +72,12 @@ public:
         /// outcome_unknown once it was); error replies are returned as replies.
         Result<ReplyPtr> command(std::span<const std::string_view> args);
 
+        /// Reports that this connection's server was given the function library.
+        void library_loaded() const;
+
     private:
         friend class ConnectionPool;
+        Result<ReplyPtr> send_and_read(std::span<const std::string_view> args);
         Lease(ConnectionPool& pool, std::unique_ptr<Connection> connection);
         ConnectionPool* pool_;
         std::unique_ptr<Connection> connection_;
@@ -78,8 +92,15 @@ private:
     Result<void> connect(Connection& c);
     Result<void> handshake(Connection& c);
     void give_back(std::unique_ptr<Connection> connection);
+    // Marks `c` broken (its socket shut at once) and, when it was up, reports why.
+    void broke(Connection& c, errc code, const std::string& why);
+    void emit(RedisEvent::Kind kind, std::string reason = {}) const;
 
     const RedisOptions options_;
+    const std::string where_;
+    const std::shared_ptr<Telemetry> telemetry_;
+    const RedisEvent::Connection kind_;
+    std::shared_ptr<ConnectionCounters> counters_;  // set by the first lease (under mutex_)
     std::mutex mutex_;
     std::condition_variable available_;
     std::vector<std::unique_ptr<Connection>> idle_;

@@ -112,6 +112,7 @@ Result<ReplyPtr> fcall_on(ConnectionPool::Lease& lease, std::span<const std::str
                 std::string_view((*loaded)->str, (*loaded)->len),
                 "Redis FUNCTION LOAD " + std::string(redis_scripts::library_name));
         }
+        if ((*loaded)->type != REDIS_REPLY_ERROR) lease.library_loaded();
         reply = send(lease, argv, asking);
     }
     return reply;
@@ -162,11 +163,14 @@ struct Driver::ClusterCall {
 
 Driver::Driver(RedisOptions options, std::vector<boost::asio::any_io_executor> executors)
     : options_(std::move(options)),
+      telemetry_(std::make_shared<Telemetry>(options_)),
       tls_(options_.tls.enabled ? make_tls_context(options_.tls) : nullptr),
-      pool_(options_),
+      pool_(options_, telemetry_),
       external_io_(std::move(executors)) {
-    if (!options_.cluster_nodes.empty()) cluster_ = std::make_unique<ClusterRouter>(options_);
-    if (!options_.sentinels.empty()) sentinel_ = std::make_unique<SentinelRouter>(options_);
+    if (!options_.cluster_nodes.empty())
+        cluster_ = std::make_unique<ClusterRouter>(options_, telemetry_);
+    if (!options_.sentinels.empty())
+        sentinel_ = std::make_unique<SentinelRouter>(options_, telemetry_);
 }
 
 Driver::~Driver() {
@@ -187,6 +191,7 @@ Driver::~Driver() {
         if (!cluster_) io_.stop();
         io_thread_.join();
     }
+    telemetry_->stop();
 }
 
 void Driver::start_io() {
@@ -194,18 +199,19 @@ void Driver::start_io() {
         if (!external_io_.empty() && !cluster_ && !sentinel_) {
             for (const auto& executor : external_io_) {
                 for (std::size_t i = 0; i < options_.async_connections; ++i) {
-                    pipelines_.push_back(std::make_unique<Pipeline>(executor, options_, tls_));
+                    pipelines_.push_back(
+                        std::make_unique<Pipeline>(executor, options_, tls_, telemetry_));
                 }
             }
             if (!tls_) return;
             for (std::size_t i = 0; i < options_.async_connections; ++i) {
                 blocking_pipelines_.push_back(
-                    std::make_unique<Pipeline>(io_.get_executor(), options_, tls_));
+                    std::make_unique<Pipeline>(io_.get_executor(), options_, tls_, telemetry_));
             }
         } else if (!cluster_ && !sentinel_) {
             for (std::size_t i = 0; i < options_.async_connections; ++i) {
                 pipelines_.push_back(
-                    std::make_unique<Pipeline>(io_.get_executor(), options_, tls_));
+                    std::make_unique<Pipeline>(io_.get_executor(), options_, tls_, telemetry_));
             }
         }
         work_.emplace(io_.get_executor());
@@ -275,7 +281,7 @@ std::shared_ptr<Pipeline> Driver::pipeline_at(const std::string& host, int port)
         RedisOptions o = options_;
         o.host = host;
         o.port = port;
-        p = std::make_shared<Pipeline>(io_.get_executor(), std::move(o), tls_);
+        p = std::make_shared<Pipeline>(io_.get_executor(), std::move(o), tls_, telemetry_);
     }
     return p;
 }

@@ -58,13 +58,16 @@ public:
     /// cannot be loaded.
     Driver(RedisOptions options, std::vector<boost::asio::any_io_executor> executors);
     /// Every pending asynchronous call ends first (with its reply, outcome_unknown or
-    /// io_error); then the I/O thread, if any, is joined.
+    /// io_error); then the I/O thread, if any, is joined; then the events' notifier thread,
+    /// if any (after the callback it runs, if any, has returned).
     ~Driver();
     Driver(const Driver&) = delete;
     Driver& operator=(const Driver&) = delete;
 
     [[nodiscard]] const RedisOptions& options() const noexcept { return options_; }
     [[nodiscard]] bool on_cluster() const noexcept { return cluster_ != nullptr; }
+    /// Every connection's counters, and the events delivered and dropped.
+    [[nodiscard]] RedisStats stats() const { return telemetry_->stats(); }
 
     /// FCALL of `script` on the server that serves `keys`, waiting for its reply; then,
     /// when it applied a write that waits for replicas, WAIT on the same connection, whose
@@ -122,6 +125,10 @@ private:
                                    const std::function<void(Pipeline&, Pipeline::Callback)>& send);
 
     RedisOptions options_;
+    // Events and counters, shared by every connection (which may outlive the driver by a
+    // handler still pending: stopped by the destructor, so that no event is delivered
+    // after it).
+    std::shared_ptr<Telemetry> telemetry_;
     // Over TLS (RedisOptions::tls): the context every pipeline's connections share. The
     // pool is then never used.
     std::shared_ptr<boost::asio::ssl::context> tls_;

@@ -22,6 +22,8 @@ using pipeline_io::Clock;
 using pipeline_io::error_code;
 
 void Pipeline::State::submit(Request r) {
+    counters->add(counters->in_flight);
+    if (observed) r.given = Clock::now();
     {
         std::unique_lock lock(inbox_mutex);
         if (!closed) {
@@ -100,12 +102,16 @@ void Pipeline::State::on_reply(RequestQueue::Answer answer) {
             complete(answer.request, std::move(answer.reply));
             return;
         case Verdict::none:
+            if (answer.library_loaded)
+                emit(RedisEvent::Kind::library_loaded, std::string(redis_scripts::library_name));
+            return;
         case Verdict::handshake_step:
             return;
         case Verdict::handshake_done:
             phase = Phase::up;  // on_read's pump sends what waited
             return;
         case Verdict::handshake_refused:
+            disconnected(answer.failure->code, answer.failure->detail);
             close_link();
             note_failure();  // wrong credentials must not make the pipeline spin either
             while (queue.take_written()) {
@@ -136,6 +142,10 @@ void Pipeline::State::lost(const std::string& reason, bool timed_out) {
     const std::string why = timed_out ? "no reply came within " +
                                             std::to_string(options.command_timeout.count()) + " ms"
                                       : "the connection broke before the reply (" + reason + ")";
+    disconnected(make_error_code(timed_out                               ? errc::timeout
+                                 : reason.rfind("unreadable", 0) == 0 ? errc::protocol_error
+                                                                      : errc::io_error),
+                 timed_out ? why : reason);
     while (auto r = queue.take_written()) {
         complete(*r, queue.maybe_applied(*r, why));
         if (closed) return;
@@ -178,15 +188,44 @@ Failure Pipeline::State::not_sent(const Request& r) const {
 
 void Pipeline::State::complete(Request& r, Result<ReplyPtr> result) {
     if (!r.done) return;
+    counters->remove_in_flight();
+    if (observed && r.given != Clock::time_point{}) {
+        const auto took = Clock::now() - r.given;
+        if (telemetry->slow(took)) {
+            RedisEvent event;
+            event.kind = RedisEvent::Kind::slow_call;
+            event.connection = RedisEvent::Connection::pipelined;
+            event.node = where;
+            event.reason = r.named();
+            event.took = std::chrono::duration_cast<std::chrono::microseconds>(took);
+            telemetry->emit(std::move(event));
+        }
+    }
     auto done = std::move(r.done);
     done(std::move(result));
 }
 
+void Pipeline::State::emit(RedisEvent::Kind kind, std::string reason) const {
+    if (observed) telemetry->emit(kind, RedisEvent::Connection::pipelined, where, std::move(reason));
+}
+
+void Pipeline::State::disconnected(std::error_code code, const std::string& why) const {
+    if (!observed) return;
+    RedisEvent event;
+    event.kind = RedisEvent::Kind::disconnected;
+    event.connection = RedisEvent::Connection::pipelined;
+    event.node = where;
+    event.reason = why;
+    event.error = code;
+    telemetry->emit(std::move(event));
+}
+
 Pipeline::Pipeline(asio::any_io_executor executor, RedisOptions options,
-                   std::shared_ptr<asio::ssl::context> tls) {
+                   std::shared_ptr<asio::ssl::context> tls, std::shared_ptr<Telemetry> telemetry) {
     if (options.tls.enabled && !tls) tls = make_tls_context(options.tls);
     if (!options.tls.enabled) tls.reset();
-    state_ = std::make_shared<State>(std::move(executor), std::move(options), std::move(tls));
+    state_ = std::make_shared<State>(std::move(executor), std::move(options), std::move(tls),
+                                     std::move(telemetry));
 }
 
 Pipeline::~Pipeline() {
@@ -227,10 +266,9 @@ void Pipeline::fcall(const redis_scripts::Script& script, std::vector<std::strin
 }
 
 Pipeline::Stats Pipeline::stats() const {
-    return {state_->requests.load(std::memory_order_relaxed),
-            state_->writes.load(std::memory_order_relaxed),
-            state_->reads.load(std::memory_order_relaxed),
-            state_->connects.load(std::memory_order_relaxed)};
+    const ConnectionCounters& c = *state_->counters;
+    return {c.sent.load(std::memory_order_relaxed), c.writes.load(std::memory_order_relaxed),
+            c.reads.load(std::memory_order_relaxed), c.connects.load(std::memory_order_relaxed)};
 }
 
 }  // namespace seatlock::redis_detail

@@ -29,6 +29,7 @@
 
 #include "connection_pool.hpp"
 #include "resp_writer.hpp"
+#include "telemetry.hpp"
 #include "seatlock_redis_scripts.hpp"
 
 #include <seatlock/backends/redis.hpp>
@@ -64,8 +65,11 @@ public:
     /// (or AUTH/SELECT), answered before callers' requests are written: TLS 1.3 tells a
     /// client that its certificate was refused only after the handshake, and such a
     /// refusal must be connection_failed, not outcome_unknown for calls already written.
+    /// `telemetry`: where its events go and its counters are listed (RedisBackend::stats());
+    /// null: no events, counters of its own (stats()).
     Pipeline(boost::asio::any_io_executor executor, RedisOptions options,
-             std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
+             std::shared_ptr<boost::asio::ssl::context> tls = nullptr,
+             std::shared_ptr<Telemetry> telemetry = nullptr);
 
     /// Safe from any thread, including from inside a callback. Every pending callback is
     /// called before the destructor returns, on the destructor's thread (written requests:
@@ -97,7 +101,8 @@ public:
     /// Counters since construction, for tests and benchmarks. `requests` counts commands
     /// written to the server, the pipeline's own AUTH, SELECT and FUNCTION LOAD and resent
     /// FCALLs included; `writes` the socket writes that carried them; `reads` the socket
-    /// reads that brought replies; `connects` the connections opened.
+    /// reads that brought replies; `connects` the connections attempted. The same counters
+    /// RedisBackend::stats() lists (ConnectionCounters), with calls in flight and reconnects.
     struct Stats {
         std::uint64_t requests = 0;
         std::uint64_t writes = 0;

@@ -67,7 +67,8 @@ void Pipeline::State::note_failure() {
 void Pipeline::State::connect() {
     phase = Phase::connecting;
     link = std::make_shared<Link>(strand);
-    ++connects;
+    counters->add(counters->connects);
+    if (was_up) emit(RedisEvent::Kind::reconnecting);
     auto self = shared_from_this();
     link->connect_timer.expires_after(options.connect_timeout);
     link->connect_timer.async_wait([self, l = link](error_code ec) {
@@ -155,6 +156,9 @@ void Pipeline::State::start_tls() {
 // Connected (and over TLS, the handshake done): AUTH/SELECT, then callers' requests.
 void Pipeline::State::ready() {
     link->connect_timer.cancel();
+    if (was_up) counters->add(counters->reconnects);
+    was_up = true;
+    emit(RedisEvent::Kind::connected);
     link->reader.reset(redisReaderCreate());
     if (!link->reader) throw std::bad_alloc();
     link->reader->maxbuf = reader_max_idle;
@@ -175,8 +179,8 @@ bool Pipeline::State::write(bool handshake) {
     const std::size_t count =
         handshake ? queue.write_handshake(l->out, Clock::now()) : queue.write(l->out, Clock::now());
     if (count == 0) return false;
-    requests += count;
-    ++writes;
+    counters->add(counters->sent, count);
+    counters->add(counters->writes);
     l->writing = true;
     arm_reply_timer();
     auto on_written = [self = shared_from_this(), l](error_code ec, std::size_t) {
@@ -283,7 +287,7 @@ void Pipeline::State::read(const std::shared_ptr<Link>& l) {
 
 void Pipeline::State::on_read(const std::shared_ptr<Link>& l, error_code ec, std::size_t n) {
     if (n > 0) {
-        ++reads;
+        counters->add(counters->reads);
         if (redisReaderFeed(l->reader.get(), l->in.data(), n) != REDIS_OK) {
             unreadable(l->reader->errstr);
             return;

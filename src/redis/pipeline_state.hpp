@@ -24,6 +24,7 @@
 
 #include "pipeline.hpp"
 #include "request_queue.hpp"
+#include "telemetry.hpp"
 
 namespace seatlock::redis_detail {
 
@@ -86,10 +87,15 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
     enum class Phase { down, waiting, connecting, handshaking, up };
 
     State(boost::asio::any_io_executor executor, RedisOptions o,
-          std::shared_ptr<boost::asio::ssl::context> tls)
+          std::shared_ptr<boost::asio::ssl::context> tls, std::shared_ptr<Telemetry> t)
         : options(std::move(o)),
           tls_context(std::move(tls)),
           where(where_of(options)),
+          telemetry(std::move(t)),
+          observed(telemetry && telemetry->observed()),
+          counters(telemetry ? telemetry->counters(RedisEvent::Connection::pipelined, where)
+                             : std::make_shared<ConnectionCounters>(
+                                   RedisEvent::Connection::pipelined, where)),
           strand(boost::asio::make_strand(std::move(executor))),
           queue(options, where),
           retry_timer(strand) {}
@@ -98,6 +104,10 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
     // Set exactly when options.tls.enabled: every connection is then TLS.
     const std::shared_ptr<boost::asio::ssl::context> tls_context;
     const std::string where;  // host:port or unix:<path>, for messages
+    // Events and counters (RedisBackend::stats()); null telemetry: counters of its own.
+    const std::shared_ptr<Telemetry> telemetry;
+    const bool observed;  // events are wanted: calls are timed, events made
+    const std::shared_ptr<ConnectionCounters> counters;
     const Strand strand;
 
     // Held by every handler while it runs, and by the destructor: the destructor can fail
@@ -122,7 +132,7 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
     Clock::time_point last_failure{};
     boost::asio::steady_timer retry_timer;
 
-    std::atomic<std::uint64_t> requests{0}, writes{0}, reads{0}, connects{0};
+    bool was_up = false;  // a connection of this pipeline was up: the next one is a reconnect
 
     bool current(const std::shared_ptr<Link>& l) const { return !closed && link == l; }
 
@@ -140,7 +150,9 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
     void unreadable(const std::string& reason);
     void fail_unwritten(const Failure& failure);
     Failure not_sent(const Request& r) const;
-    static void complete(Request& r, Result<ReplyPtr> result);
+    void complete(Request& r, Result<ReplyPtr> result);
+    void emit(RedisEvent::Kind kind, std::string reason = {}) const;
+    void disconnected(std::error_code code, const std::string& why) const;
 
     // pipeline_connection.cpp: the connection's life, its writes, reads and reply timer.
     void start_connect();

@@ -162,6 +162,10 @@ const RedisOptions& RedisBackend::options() const noexcept {
     return impl_->driver.options();
 }
 
+RedisStats RedisBackend::stats() const {
+    return impl_->driver.stats();
+}
+
 Result<void> RedisBackend::ping() {
     return impl_->driver.ping();
 }

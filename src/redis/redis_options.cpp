@@ -370,6 +370,12 @@ Result<void> RedisOptions::validate() const {
         return bad("replica_ack_timeout must be positive and shorter than command_timeout "
                    "(WAIT 0 would wait for ever)");
     }
+    if (o.slow_call_threshold < Millis(0)) {
+        return bad("slow_call_threshold must not be negative (0 reports every call as slow)");
+    }
+    if (o.event_queue_limit == 0 || o.event_queue_limit > 1'000'000) {
+        return bad("event_queue_limit must be 1 to 1,000,000");
+    }
     const bool printable = std::all_of(o.prefix.begin(), o.prefix.end(), is_key_char);
     if (o.prefix.empty() || o.prefix.size() > 128 || !printable) {
         return bad("prefix must be 1 to 128 printable characters without space, { or }");

@@ -107,6 +107,7 @@ RequestQueue::Answer RequestQueue::on_reply(ReplyPtr reply) {
             load_pending_ = false;
             // "ERR Library ... already exists": another client loaded the same text.
             if (error.empty() || starts_with(error, "ERR Library")) {
+                answer.library_loaded = error.empty();
                 requeue_load_waiters();
                 return answer;
             }

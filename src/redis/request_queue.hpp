@@ -52,6 +52,7 @@ public:
         int loads = 0;  // FUNCTION LOADs this FCALL waited for
         Clock::time_point deadline{};
         bool asking = false;  // ASKING goes just before it, every time it is written
+        Clock::time_point given{};  // when a caller gave it, for slow_call events (else unset)
 
         /// How messages name it: "INCR", "FCALL hold".
         [[nodiscard]] std::string named() const;
@@ -68,6 +69,7 @@ public:
     };
     struct Answer {
         Verdict verdict = Verdict::none;
+        bool library_loaded = false;  // a FUNCTION LOAD of this connection was accepted
         Request request;  // deliver
         ReplyPtr reply;   // deliver
         std::optional<Failure> failure;

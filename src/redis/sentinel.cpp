@@ -36,7 +36,8 @@ bool not_applied(const Result<ReplyPtr>& reply) {
 
 }  // namespace
 
-SentinelRouter::SentinelRouter(const RedisOptions& options) : options_(options) {
+SentinelRouter::SentinelRouter(const RedisOptions& options, std::shared_ptr<Telemetry> telemetry)
+    : options_(options), telemetry_(std::move(telemetry)) {
     for (const auto& sentinel : options_.sentinels) {
         RedisOptions o = options_;
         o.host = sentinel.host;
@@ -45,7 +46,8 @@ SentinelRouter::SentinelRouter(const RedisOptions& options) : options_(options) 
         o.password = options_.sentinel_password;
         o.db = 0;
         o.pool_size = 1;  // discoveries take turns
-        sentinel_pools_.push_back(std::make_shared<ConnectionPool>(o));
+        sentinel_pools_.push_back(
+            std::make_shared<ConnectionPool>(o, telemetry_, RedisEvent::Connection::discovery));
     }
 }
 
@@ -61,7 +63,7 @@ std::shared_ptr<ConnectionPool> SentinelRouter::pool_at(const std::string& host,
         RedisOptions o = options_;
         o.host = host;
         o.port = port;
-        pool = std::make_shared<ConnectionPool>(o);
+        pool = std::make_shared<ConnectionPool>(o, telemetry_);
     }
     return pool;
 }
@@ -126,14 +128,27 @@ Result<SentinelRouter::Primary> SentinelRouter::discover() {
         for (std::size_t i = 0; i < options_.sentinels.size(); ++i) {
             auto found = ask(i);
             if (found) {
-                std::lock_guard lock(mutex_);
-                found->generation = primary_ ? primary_->generation + 1 : 1;
-                primary_ = *found;
-                suspected_ = false;
-                checked_ = clock::now();
-                ++discoveries_;
-                last_failure_.reset();
-                return *primary_;
+                std::string before;
+                {
+                    std::lock_guard lock(mutex_);
+                    if (primary_) before = address(primary_->host, primary_->port);
+                    found->generation = primary_ ? primary_->generation + 1 : 1;
+                    primary_ = *found;
+                    suspected_ = false;
+                    checked_ = clock::now();
+                    ++discoveries_;
+                    last_failure_.reset();
+                }
+                const std::string now = address(found->host, found->port);
+                if (now != before && telemetry_ && telemetry_->observed()) {
+                    RedisEvent event;
+                    event.kind = RedisEvent::Kind::primary_changed;
+                    event.connection = RedisEvent::Connection::discovery;
+                    event.node = now;
+                    event.previous = before;
+                    telemetry_->emit(std::move(event));
+                }
+                return *found;
             }
             last = std::move(found).error();
             if (clock::now() >= deadline) break;

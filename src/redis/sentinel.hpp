@@ -39,7 +39,10 @@ namespace seatlock::redis_detail {
 
 class SentinelRouter {
 public:
-    explicit SentinelRouter(const RedisOptions& options);
+    /// `telemetry` (may be null): the pools' counters and events (the sentinels' as
+    /// discovery connections), and primary_changed.
+    explicit SentinelRouter(const RedisOptions& options,
+                            std::shared_ptr<Telemetry> telemetry = nullptr);
     SentinelRouter(const SentinelRouter&) = delete;
     SentinelRouter& operator=(const SentinelRouter&) = delete;
 
@@ -86,6 +89,7 @@ private:
     std::shared_ptr<ConnectionPool> pool_at(const std::string& host, int port);
 
     const RedisOptions options_;
+    const std::shared_ptr<Telemetry> telemetry_;
     std::vector<std::shared_ptr<ConnectionPool>> sentinel_pools_;   // one connection each
     std::mutex mutex_;                                              // guards what follows
     std::map<std::string, std::shared_ptr<ConnectionPool>> pools_;  // by "host:port", kept

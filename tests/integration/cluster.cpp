@@ -5,6 +5,7 @@
 // live event's slot migrated between primaries (MOVED, ASK, TRYAGAIN) under callers.
 #include "conformance/async_api.hpp"
 #include "support/redis_admin.hpp"
+#include "support/redis_events.hpp"
 #include "support/redis_setup.hpp"
 #include "support/redis_cluster.hpp"
 
@@ -400,4 +401,85 @@ TEST_CASE("a live event's slot migrates between primaries: no seat held twice, o
     MESSAGE(errors);
     CHECK(errors.find("errorstat_ASK") != std::string::npos);
     CHECK(errors.find("errorstat_MOVED") != std::string::npos);
+}
+
+namespace {
+
+// Moves `slot`, with its keys, from the primary on port `source` to the one on `target`,
+// with no caller in between: the next call there meets MOVED.
+void move_slot(int slot, int source, int target) {
+    const auto map = slot_map();
+    RedisAdmin from(source), to(target);
+    const std::string slot_text = std::to_string(slot);
+    to.expect_ok({"CLUSTER", "SETSLOT", slot_text, "IMPORTING", map.ids.at(source)});
+    from.expect_ok({"CLUSTER", "SETSLOT", slot_text, "MIGRATING", map.ids.at(target)});
+    for (;;) {
+        const auto keys = from.command({"CLUSTER", "GETKEYSINSLOT", slot_text, "100"});
+        if (keys->elements == 0) break;
+        std::vector<std::string> migrate{"MIGRATE", "127.0.0.1", std::to_string(target), "", "0", "5000", "KEYS"};
+        for (std::size_t i = 0; i < keys->elements; ++i) migrate.push_back(text(keys->element[i]));
+        const auto r = from.command(migrate);
+        REQUIRE_MESSAGE(r->type != REDIS_REPLY_ERROR, text(r.get()));
+    }
+    std::vector<int> handover{target, source};
+    for (const auto& entry : map.ids) {
+        if (entry.first != target && entry.first != source) handover.push_back(entry.first);
+    }
+    for (const int port : handover) RedisAdmin(port).expect_ok({"CLUSTER", "SETSLOT", slot_text, "NODE", map.ids.at(target)});
+}
+
+}  // namespace
+
+TEST_CASE("on_event: a MOVED followed is redirected (slot, old and new node), then slots_refreshed, on both APIs") {
+    seatlock::testing::EventLog log;
+    auto options = cluster_options("observed");
+    options.on_event = log.callback();
+    options.pipeline_blocking_calls = false;
+    options.slow_call_threshold = std::chrono::minutes(10);
+    seatlock::RedisBackend backend(options);
+    seatlock::SeatHoldStore store(backend, no_limit());
+    seatlock::testing::AsyncStore<seatlock::RedisBackend> async_store(backend, no_limit());
+    using seatlock::RedisEvent;
+    using Kind = RedisEvent::Kind;
+    using Conn = RedisEvent::Connection;
+    // The map is learnt at first use, from a node: a discovery.
+    for (const std::string id : {"watched", "watched-async"}) {
+        store.create_event(event(id, 4)).value();
+        REQUIRE(async_store.hold(id, "buyer", seatlock::named_seats("lower", {"A-1"})));
+    }
+    CHECK(log.wait_for([](const RedisEvent& e) {
+        return e.kind == Kind::slots_refreshed && e.connection == Conn::discovery &&
+               e.reason == "3 primaries";
+    }));
+
+    for (const Conn connection : {Conn::pooled, Conn::pipelined}) {
+        CAPTURE(seatlock::to_string(connection));
+        const std::string id = connection == Conn::pooled ? "watched" : "watched-async";
+        const int slot = seatlock::redis_detail::hash_slot(id);
+        const auto map = slot_map();
+        const int source = map.port_of(slot);
+        int target = -1;
+        for (const auto& entry : map.ids) {
+            if (entry.first != source) target = entry.first;
+        }
+        move_slot(slot, source, target);
+        // The map is refreshed after a MOVED unless it was moments ago.
+        std::this_thread::sleep_for(200ms);
+        log.clear();
+        const auto held = connection == Conn::pooled
+                              ? store.hold(id, "buyer", seatlock::named_seats("lower", {"A-2"}))
+                              : async_store.hold(id, "buyer", seatlock::named_seats("lower", {"A-2"}));
+        CHECK(held);
+        const std::string from = "127.0.0.1:" + std::to_string(source);
+        const std::string to = "127.0.0.1:" + std::to_string(target);
+        INFO(log.describe());
+        CHECK(log.wait_for([&](const RedisEvent& e) {
+            return e.kind == Kind::redirected && e.connection == connection && e.reason == "MOVED" &&
+                   e.slot == slot && e.previous == from && e.node == to;
+        }));
+        // The asynchronous path refreshes the map at the next call's start, on its thread.
+        if (connection == Conn::pipelined)
+            CHECK(async_store.hold(id, "buyer", seatlock::named_seats("lower", {"A-3"})));
+        CHECK(log.wait_for(Kind::slots_refreshed, Conn::discovery));
+    }
 }

@@ -6,6 +6,7 @@
 // the replica before is still there.
 #include "conformance/async_api.hpp"
 #include "support/redis_admin.hpp"
+#include "support/redis_events.hpp"
 #include "support/redis_setup.hpp"
 #include "support/redis_sentinel.hpp"
 
@@ -199,13 +200,18 @@ TEST_CASE("holds and confirms of both APIs go to the primary the sentinels name"
 }
 
 // A failover under a backend that was in use: `fail` brings it about, and returns once
-// calls made from then on must reach the new primary.
+// calls made from then on must reach the new primary. Each backend reports the primary it
+// found first and the new one (RedisOptions::on_event: primary_changed).
 void calls_resume_on_the_new_primary(const std::string& prefix,
                                      const std::function<void(int)>& fail) {
     setup().settle();
     // A backend for each API, so that each finds the new primary by itself.
-    seatlock::RedisBackend backend(sentinel_options(prefix));
-    seatlock::RedisBackend async_backend(sentinel_options(prefix));
+    seatlock::testing::EventLog log, async_log;
+    auto options = sentinel_options(prefix);
+    options.on_event = log.callback();
+    seatlock::RedisBackend backend(options);
+    options.on_event = async_log.callback();
+    seatlock::RedisBackend async_backend(options);
     seatlock::SeatHoldStore store(backend, no_limit());
     seatlock::testing::AsyncStore<seatlock::RedisBackend> async_store(async_backend, no_limit());
     store.create_event(event("show")).value();
@@ -230,6 +236,21 @@ void calls_resume_on_the_new_primary(const std::string& prefix,
                                                         : setup().data_ports().front();
     CHECK(new_primary(old) == now);
     CHECK(paid_at(now, prefix, "show") == 4);
+    const std::string old_address = "127.0.0.1:" + std::to_string(old);
+    const std::string new_address = "127.0.0.1:" + std::to_string(now);
+    using seatlock::RedisEvent;
+    for (auto* events : {&log, &async_log}) {
+        INFO(events->describe());
+        auto changed = [&](const std::string& from, const std::string& to) {
+            return events->wait_for([&](const RedisEvent& e) {
+                return e.kind == RedisEvent::Kind::primary_changed &&
+                       e.connection == RedisEvent::Connection::discovery && e.previous == from &&
+                       e.node == to;
+            });
+        };
+        CHECK(changed("", old_address));
+        CHECK(changed(old_address, new_address));
+    }
 }
 
 TEST_CASE("a killed primary: calls of both APIs resume on the promoted replica, with what it had") {

@@ -314,4 +314,26 @@ TEST_CASE("a reply that cannot be read fails the oldest caller's request, not th
     CHECK(r->what == "GET");
 }
 
+TEST_CASE("an accepted FUNCTION LOAD says the library was loaded; one another client made first does not") {
+    const auto o = options();
+    for (const bool first : {true, false}) {
+        CAPTURE(first);
+        RequestQueue queue(o, "127.0.0.1:6379");
+        queue.push(fcall("hold"));
+        std::string out;
+        queue.write(out, t0);
+        auto not_found = queue.on_reply(reply("-ERR Function not found\r\n"));
+        CHECK_FALSE(not_found.library_loaded);
+        queue.write(out, t0);
+        auto loaded = queue.on_reply(
+            reply(first ? "$8\r\nseatlock\r\n" : "-ERR Library 'seatlock' already exists\r\n"));
+        CHECK(loaded.verdict == Verdict::none);
+        CHECK(loaded.library_loaded == first);
+        queue.write(out, t0);
+        auto answer = queue.on_reply(reply(":1\r\n"));
+        CHECK(answer.verdict == Verdict::deliver);
+        CHECK_FALSE(answer.library_loaded);
+    }
+}
+
 }  // namespace request_queue_test

@@ -37,6 +37,12 @@
 // executor; no caller's thread waits. An idle pipelined connection (no call in flight) keeps no operation
 // pending, so on a caller's io_context (the executor constructors) it does not keep
 // io_context::run() from returning once the last call has completed.
+//
+// What the connections do (connected, lost, made again; a Sentinel failover, a Cluster
+// redirection, the function library loaded, a slow call) is told to RedisOptions::on_event
+// as RedisEvents, on a thread of the backend's own that calls never wait for; what they
+// carry is counted, per connection, by RedisBackend::stats(). docs/redis.md, "Observing
+// the connection".
 #pragma once
 
 #include <seatlock/backend.hpp>
@@ -45,15 +51,128 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 namespace seatlock {
+
+/// Something that happened to the backend's connections, handed to RedisOptions::on_event
+/// (docs/redis.md, "Observing the connection"). Fields that do not apply to an event's
+/// kind are left empty (or 0).
+struct RedisEvent {
+    /// What happened.
+    enum class Kind {
+        /// A connection is up (connected; over TLS, its handshake done): the first one to
+        /// a node, or one made again (after `reconnecting`).
+        connected,
+        /// A connection that was up is gone: `error` and `reason` say why (the server
+        /// closed it, a read or write failed, no reply within command_timeout, a reply
+        /// that could not be read, AUTH refused on a new connection). Not reported when
+        /// the backend itself closes its connections (close(), the destructor).
+        disconnected,
+        /// A connection that was up before is being made again (one per attempt).
+        reconnecting,
+        /// Redis Sentinel: calls now go to another primary, `node`; `previous` is the one
+        /// they went to before (empty for the first primary found).
+        primary_changed,
+        /// Redis Cluster: the slot map was learnt again (CLUSTER SLOTS) from `node`;
+        /// `reason` tells how many primaries it names.
+        slots_refreshed,
+        /// Redis Cluster: a call was sent on to `node` as a MOVED or ASK answer from
+        /// `previous` said (`reason` is "MOVED" or "ASK"; `slot` the hash slot).
+        redirected,
+        /// The function library (`reason`: its name) was loaded into `node`, which lacked
+        /// it (a new server, a restart without persistence, FUNCTION FLUSH).
+        library_loaded,
+        /// A call took at least RedisOptions::slow_call_threshold (`took`), timed on the
+        /// connection that sent it: on a pipelined one from being given to it (waiting for
+        /// it to connect included) to its answer, on a pooled one from writing it to its
+        /// reply; `reason` names it ("FCALL hold").
+        slow_call,
+    };
+    /// Which of the backend's connections it concerns.
+    enum class Connection {
+        pooled,     ///< the blocking calls' pool (hiredis), per node
+        pipelined,  ///< a pipelined connection (Asio): the asynchronous API, shared
+                    ///< blocking calls, everything over TLS
+        discovery,  ///< a connection that finds where calls go: to a sentinel, or the map
+                    ///< of a Redis Cluster
+    };
+
+    Kind kind = Kind::connected;
+    Connection connection = Connection::pooled;
+    /// The node concerned: "host:port", or "unix:<path>" for a Unix socket.
+    std::string node;
+    /// primary_changed and redirected: the node before (see Kind).
+    std::string previous;
+    /// disconnected: why, in words; redirected: "MOVED" or "ASK"; library_loaded: the
+    /// library's name; slow_call: the call; slots_refreshed: how many primaries.
+    std::string reason;
+    /// disconnected: the error the connection ended with (a seatlock::errc: io_error,
+    /// timeout, protocol_error, auth_failed, connection_failed).
+    std::error_code error;
+    /// redirected: the hash slot; -1 otherwise.
+    int slot = -1;
+    /// slow_call: how long the call took.
+    std::chrono::microseconds took{0};
+    /// Events dropped because the queue to the callback was full, since the event
+    /// delivered before this one: 0 when none was lost in between.
+    std::uint64_t dropped = 0;
+    /// When it happened (the callback runs a little later).
+    std::chrono::system_clock::time_point at{};
+};
+
+/// "connected", "disconnected", "reconnecting", "primary_changed", "slots_refreshed",
+/// "redirected", "library_loaded", "slow_call": for logs and metric labels.
+const char* to_string(RedisEvent::Kind kind) noexcept;
+/// "pooled", "pipelined", "discovery".
+const char* to_string(RedisEvent::Connection connection) noexcept;
+
+/// Counters of one connection or group of connections of a RedisBackend
+/// (RedisBackend::stats()). Each counts since the connection (or pool) was first used.
+struct RedisConnectionStats {
+    /// Which kind: one entry per pool (its connections added up: one pool per node for
+    /// pooled and discovery connections) and one per pipelined connection.
+    RedisEvent::Connection connection = RedisEvent::Connection::pooled;
+    std::string node;  ///< "host:port" or "unix:<path>"
+    /// Calls not answered yet: on a pipelined connection, those given to it (queued,
+    /// written, or waiting for it to connect); on a pool, commands written and waiting for
+    /// their reply.
+    std::uint64_t in_flight = 0;
+    /// Commands written to the server, the connection's own (AUTH, SELECT, FUNCTION LOAD,
+    /// ASKING, calls sent again) included.
+    std::uint64_t sent = 0;
+    /// Socket writes that carried them (a pipelined connection writes many commands at
+    /// once; a pooled one writes each command on its own).
+    std::uint64_t writes = 0;
+    /// Reads from the server: socket reads that brought replies on a pipelined connection
+    /// (each may bring many), replies read on a pooled one.
+    std::uint64_t reads = 0;
+    /// Connection attempts, made or failed, the first ones included.
+    std::uint64_t connects = 0;
+    /// Connections opened again after one that was up was lost.
+    std::uint64_t reconnects = 0;
+};
+
+/// RedisBackend::stats(): every connection's counters, and what became of the events.
+struct RedisStats {
+    /// One entry per pool and per pipelined connection, in the order they were made (a pool
+    /// at its first call, pipelined connections at the first call that needs them).
+    std::vector<RedisConnectionStats> connections;
+    /// Events handed to RedisOptions::on_event.
+    std::uint64_t events_delivered = 0;
+    /// Events dropped because the queue to the callback was full.
+    std::uint64_t events_dropped = 0;
+};
 
 /// One Redis server's address.
 struct RedisNode {
@@ -165,6 +284,25 @@ struct RedisOptions {
     /// behind it on its connection for up to this long when replicas lag.
     Millis replica_ack_timeout{500};
 
+    /// Called for every RedisEvent (connected, disconnected, reconnecting, primary changed,
+    /// slot map refreshed, MOVED/ASK followed, library loaded, slow call); empty (the
+    /// default): no event is made at all. Calls never wait for it: events go through a
+    /// queue of event_queue_limit, dropped when it is full (counted: RedisEvent::dropped,
+    /// RedisStats::events_dropped), to one thread of the backend's own (started by the
+    /// first event) that runs the callback, one event at a time, in the order they
+    /// happened. The callback must not throw, and must not call this backend's operations
+    /// (either API), close() or destructor (stats() is fine): log, count, hand the event on. The backend's
+    /// destructor waits for the callback running, delivers nothing after it returns, and
+    /// drops what is still queued.
+    std::function<void(const RedisEvent&)> on_event;
+    /// A call taking at least this long is a slow_call event (with on_event set; see
+    /// RedisEvent::Kind::slow_call for what is timed). 0 reports every call; must not be
+    /// negative.
+    Millis slow_call_threshold{100};
+    /// How many events wait for the callback at most before newer ones are dropped: 1 to
+    /// 1,000,000.
+    std::size_t event_queue_limit = 1024;
+
     /// redis://[user:password@]host:port[/db]. The port defaults to 6379; `user` may be
     /// empty ("redis://:password@host:port"); user and password may be percent-encoded.
     /// redis+cluster://[user:password@]host:port[,host:port...]: a Redis Cluster and its
@@ -188,7 +326,8 @@ struct RedisOptions {
     /// replica_ack_timeout not below command_timeout, a prefix with braces or spaces, a
     /// unix_socket path too long or given with cluster_nodes or sentinels, tls with a
     /// cluster, Sentinel or a Unix socket, tls fields set without tls.enabled, a client
-    /// certificate without its key, and the like.
+    /// certificate without its key, a negative slow_call_threshold, an event_queue_limit
+    /// of 0 or above 1,000,000, and the like.
     /// RedisBackend's constructor throws this failure as seatlock::Error. Never connects.
     [[nodiscard]] Result<void> validate() const;
 };
@@ -238,6 +377,11 @@ public:
     /// service that stops while calls may still be in flight. The destructor still ends
     /// what is left.
     void close();
+
+    /// The connections' counters now, and the events delivered and dropped. Cheap: relaxed
+    /// atomic loads (and one short lock for the list of connections); safe from any thread,
+    /// the on_event callback included. Counters are read one by one, not as one snapshot.
+    [[nodiscard]] RedisStats stats() const;
 
     /// Runs one operation (seatlock/operations.hpp says what each does): one Redis
     /// function call, or for a few operations a short chain of commands (an event and its
