@@ -63,7 +63,7 @@ std::optional<std::chrono::steady_clock::duration> RateLimiter::take(Table& tabl
     const RateLimit limit = table.limit;
     Shard& shard = table.shards[std::hash<std::string_view>{}(key) % shard_count];
     std::lock_guard lock(shard.mutex);
-    auto found = shard.buckets.find(std::string(key));
+    auto found = shard.buckets.find(key);
     if (found == shard.buckets.end()) {
         if (shard.buckets.size() >= max_keys_per_shard_) sweep(table, shard, now);
         found = shard.buckets.emplace(std::string(key), Bucket{limit.burst, now}).first;
@@ -85,7 +85,7 @@ std::optional<std::chrono::steady_clock::duration> RateLimiter::take(Table& tabl
 void RateLimiter::refund(Table& table, std::string_view key) {
     Shard& shard = table.shards[std::hash<std::string_view>{}(key) % shard_count];
     std::lock_guard lock(shard.mutex);
-    const auto found = shard.buckets.find(std::string(key));
+    const auto found = shard.buckets.find(key);
     if (found != shard.buckets.end())
         found->second.tokens = std::min(table.limit.burst, found->second.tokens + 1.0);
 }

@@ -93,9 +93,16 @@ private:
         double tokens;
         std::chrono::steady_clock::time_point updated;
     };
+    // Looks keys up by std::string_view, without a std::string for each request.
+    struct KeyHash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view key) const noexcept {
+            return std::hash<std::string_view>{}(key);
+        }
+    };
     struct Shard {
         mutable std::mutex mutex;
-        std::unordered_map<std::string, Bucket> buckets;
+        std::unordered_map<std::string, Bucket, KeyHash, std::equal_to<>> buckets;
     };
     static constexpr std::size_t shard_count = 16;
     // One table per lane and key kind.
