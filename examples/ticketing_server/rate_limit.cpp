@@ -113,8 +113,8 @@ void RateLimiter::sweep(const Table& table, Shard& shard, SteadyTime now) const 
 
 std::size_t RateLimiter::buckets() const {
     std::size_t n = 0;
-    for (const Table* table : {buyer_write_.get(), buyer_read_.get(), address_write_.get(),
-                               address_read_.get()}) {
+    for (const Table* table :
+         {buyer_write_.get(), buyer_read_.get(), address_write_.get(), address_read_.get()}) {
         for (const Shard& shard : table->shards) {
             std::lock_guard lock(shard.mutex);
             n += shard.buckets.size();
@@ -142,21 +142,21 @@ std::optional<RateLane> rate_lane(const HttpRequest& request) {
         return true;
     };
     switch (request.method()) {
-    case http::verb::post:
-        if (is({"events", "*", "holds"}) || is({"holds", "*", "extend"}) ||
-            is({"holds", "*", "confirm"}) || is({"orders", "*", "cancel"}))
-            return RateLane::write;
-        return std::nullopt;
-    case http::verb::delete_:
-        if (is({"holds", "*"})) return RateLane::write;
-        return std::nullopt;
-    case http::verb::get:
-        if (is({"events"}) || is({"events", "*", "seats"}) || is({"events", "*", "stream"}) ||
-            is({"me", "holds"}) || is({"me", "orders"}))
-            return RateLane::read;
-        return std::nullopt;
-    default:
-        return std::nullopt;
+        case http::verb::post:
+            if (is({"events", "*", "holds"}) || is({"holds", "*", "extend"}) ||
+                is({"holds", "*", "confirm"}) || is({"orders", "*", "cancel"}))
+                return RateLane::write;
+            return std::nullopt;
+        case http::verb::delete_:
+            if (is({"holds", "*"})) return RateLane::write;
+            return std::nullopt;
+        case http::verb::get:
+            if (is({"events"}) || is({"events", "*", "seats"}) || is({"events", "*", "stream"}) ||
+                is({"me", "holds"}) || is({"me", "orders"}))
+                return RateLane::read;
+            return std::nullopt;
+        default:
+            return std::nullopt;
     }
 }
 
@@ -187,8 +187,8 @@ std::optional<HttpResponse> rate_limit(RateLimiter& limiter, Metrics& metrics,
         {"error", "rate_limited"},
         {"message", fmt::format("too many {} requests from this {}: {} a second (bursts of {}); "
                                 "try again in {} s",
-                                to_string(*lane), to_string(decision.limited_by),
-                                limit.per_second, limit.burst, seconds)},
+                                to_string(*lane), to_string(decision.limited_by), limit.per_second,
+                                limit.burst, seconds)},
         {"retry_safe", true},
         {"lane", to_string(*lane)},
         {"limited_by", to_string(decision.limited_by)}};

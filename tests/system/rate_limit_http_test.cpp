@@ -29,8 +29,8 @@ HttpReply read_as(HttpClient& client, const std::string& target, const std::stri
 }
 
 std::int64_t refusals(HttpClient& client, const std::string& lane, const std::string& by) {
-    return metric(client, "seatlock_ticketing_rate_limited_total{lane=\"" + lane + "\",by=\"" +
-                              by + "\"}");
+    return metric(client,
+                  "seatlock_ticketing_rate_limited_total{lane=\"" + lane + "\",by=\"" + by + "\"}");
 }
 
 // The 429's headers and body, as docs/ticketing-server.md gives them.

@@ -2,9 +2,9 @@
 // The server's rate limiter (examples/ticketing_server/rate_limit.hpp) on a clock the test
 // moves: a burst then refusals, the refill rate, lanes and keys apart, both keys required,
 // the sweep's bound on memory, several threads at once; and which routes are in which lane.
-#include <doctest/doctest.h>
-
 #include "rate_limit.hpp"
+
+#include <doctest/doctest.h>
 
 #include <atomic>
 #include <chrono>
@@ -90,7 +90,8 @@ TEST_CASE("the lanes and the buyers draw on buckets of their own") {
     CHECK(admitted(limiter, 10, RateLane::read, "bob") == 5);
 }
 
-TEST_CASE("a request passes both the buyer's and the address's bucket; a refusal takes from neither") {
+TEST_CASE(
+    "a request passes both the buyer's and the address's bucket; a refusal takes from neither") {
     TestClock clock;
     RateLimits limits;
     limits.buyer_writes = {1, 3};
@@ -132,9 +133,10 @@ TEST_CASE("the sweep keeps a shard's buckets bounded") {
     // Buckets that refill to full are dropped: many buyers over time keep few buckets.
     for (int round = 0; round < 50; ++round) {
         for (int i = 0; i < 200; ++i)
-            CHECK(limiter.admit(RateLane::write, "buyer-" + std::to_string(round * 200 + i),
-                                "192.0.2.1")
-                      .allowed);
+            CHECK(
+                limiter
+                    .admit(RateLane::write, "buyer-" + std::to_string(round * 200 + i), "192.0.2.1")
+                    .allowed);
         clock.now += 1s;  // every bucket of this round is full again
     }
     CHECK(limiter.buckets() <= per_shard * shards);
@@ -194,16 +196,17 @@ ticketing::HttpRequest request(boost::beast::http::verb verb, const std::string&
 
 TEST_CASE("writes and reads are the routes the docs name; the rest are not limited") {
     using boost::beast::http::verb;
-    for (const auto& write : std::vector<std::pair<verb, std::string>>{
-             {verb::post, "/events/demo-game/holds"},
-             {verb::post, "/holds/t.1/extend"},
-             {verb::post, "/holds/t.1/confirm"},
-             {verb::delete_, "/holds/t.1"},
-             {verb::post, "/orders/o-1/cancel"}}) {
+    for (const auto& write :
+         std::vector<std::pair<verb, std::string>>{{verb::post, "/events/demo-game/holds"},
+                                                   {verb::post, "/holds/t.1/extend"},
+                                                   {verb::post, "/holds/t.1/confirm"},
+                                                   {verb::delete_, "/holds/t.1"},
+                                                   {verb::post, "/orders/o-1/cancel"}}) {
         CHECK(ticketing::rate_lane(request(write.first, write.second)) == RateLane::write);
     }
-    for (const std::string target : {"/events", "/events/demo-game/seats?zone=lower-1",
-                                     "/events/demo-game/stream", "/me/holds", "/me/orders?event=x"}) {
+    for (const std::string target :
+         {"/events", "/events/demo-game/seats?zone=lower-1", "/events/demo-game/stream",
+          "/me/holds", "/me/orders?event=x"}) {
         CHECK(ticketing::rate_lane(request(verb::get, target)) == RateLane::read);
     }
     for (const std::string target : {"/healthz", "/readyz", "/metrics", "/", "/assets/app.js",
