@@ -84,7 +84,11 @@ public:
             throw std::runtime_error("this build has no ticketing server (SEATLOCK_BUILD_EXAMPLES=OFF)");
         std::vector<std::string> args{"--backend", std::string(kind_name(kind)), "--threads",
                                       std::to_string(allowed_cpus().size()), "--venue",
-                                      venue_file};
+                                      venue_file,
+                                      // Each buyer holds and releases as fast as it can: far
+                                      // past the per-buyer rate limit's default.
+                                      "--rate-buyer-writes", "1000000",
+                                      "--rate-buyer-write-burst", "1000000"};
         // Another frame budget to compare (the server's default otherwise).
         if (const char* budget = std::getenv("SEATLOCK_BENCH_FRAME_BUDGET"))
             args.insert(args.end(), {"--stream-frame-budget", budget});

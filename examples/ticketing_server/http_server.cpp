@@ -157,7 +157,12 @@ public:
           metrics_(metrics),
           limits_(limits),
           coalesce_timer_(stream_.get_executor()),
-          heartbeat_timer_(stream_.get_executor()) {}
+          heartbeat_timer_(stream_.get_executor()) {
+        // The rate limiter's per-address key: the socket's peer (a proxy's, behind one).
+        beast::error_code ec;
+        const auto peer = stream_.socket().remote_endpoint(ec);
+        if (!ec) peer_ = peer.address().to_string();
+    }
 
     ~Session() override {
         if (streaming_) metrics_.stream_viewers(-1);
@@ -257,6 +262,12 @@ private:
     void handle() {
         const auto started = std::chrono::steady_clock::now();
         HttpRequest request = parser_->release();
+        if (limits_.rate_limiter) {
+            if (auto refused = rate_limit(*limits_.rate_limiter, metrics_, request, peer_)) {
+                return answer(std::move(*refused), request.version(), request.keep_alive(),
+                              started);
+            }
+        }
         if (auto stream = api_.stream_request(request)) {
             if (auto* start = std::get_if<StreamStart>(&*stream)) return start_stream(*start);
             return answer(std::move(std::get<HttpResponse>(*stream)), request.version(),
@@ -567,6 +578,7 @@ private:
     std::string writing_;
     std::chrono::steady_clock::time_point last_frame_{};
     std::chrono::steady_clock::time_point last_write_{};
+    std::string peer_;  // the client's address, for the rate limiter
 };
 
 class HttpServer::Listener : public std::enable_shared_from_this<Listener> {

@@ -34,6 +34,7 @@
 
 #include "api.hpp"
 #include "metrics.hpp"
+#include "rate_limit.hpp"
 
 namespace ticketing {
 
@@ -57,6 +58,9 @@ struct HttpLimits {
     /// Seat map streams: the socket's send buffer (SO_SNDBUF), so that a stalled viewer
     /// holds a bounded amount of kernel memory too.
     int send_buffer = 64 * 1024;
+    /// The per-buyer and per-address token buckets every request passes first
+    /// (rate_limit.hpp); none: no limits. Must outlive the io_contexts' handlers.
+    RateLimiter* rate_limiter = nullptr;
 };
 
 /// The listener and its connections; see above for stop().

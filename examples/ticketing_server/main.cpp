@@ -23,6 +23,7 @@
 #include "log.hpp"
 #include "metrics.hpp"
 #include "options.hpp"
+#include "rate_limit.hpp"
 #include "seat_feed.hpp"
 #include "startup.hpp"
 #include "ticketing.hpp"
@@ -198,6 +199,16 @@ int serve(const ServerOptions& options) {
     limits.buffer_limit = options.stream_buffer;
     limits.send_buffer = options.stream_send_buffer;
     limits.frame_budget = options.stream_frame_budget;
+    RateLimiter rate_limiter(RateLimits{
+        {static_cast<double>(options.rate_buyer_writes),
+         static_cast<double>(options.rate_buyer_write_burst)},
+        {static_cast<double>(options.rate_buyer_reads),
+         static_cast<double>(options.rate_buyer_read_burst)},
+        {static_cast<double>(options.rate_address_writes),
+         static_cast<double>(options.rate_address_write_burst)},
+        {static_cast<double>(options.rate_address_reads),
+         static_cast<double>(options.rate_address_read_burst)}});
+    limits.rate_limiter = &rate_limiter;
     HttpServer server(contexts, endpoint, api, metrics, limits);
     ExpiryDrain drain(ioc.get_executor(), ticketing, drain_period);
     std::vector<std::jthread> workers;

@@ -36,6 +36,11 @@ void Metrics::add_scraped(std::function<std::string()> render) {
     scraped_ = std::move(render);
 }
 
+void Metrics::rate_limited(std::string_view lane, std::string_view by) {
+    std::lock_guard lock(maps_mutex_);
+    ++rate_limited_[{std::string(lane), std::string(by)}];
+}
+
 std::string Metrics::render() const {
     std::string out;
     auto counter = [&out](const char* name, const char* help, std::uint64_t value) {
@@ -98,6 +103,15 @@ std::string Metrics::render() const {
     for (const auto& [kind, n] : conflicts_) {
         fmt::format_to(std::back_inserter(out),
                        "seatlock_ticketing_conflicts_total{{kind=\"{}\"}} {}\n", kind, n);
+    }
+    out +=
+        "# HELP seatlock_ticketing_rate_limited_total Requests refused with 429, by lane and by "
+        "the key whose bucket refused them.\n"
+        "# TYPE seatlock_ticketing_rate_limited_total counter\n";
+    for (const auto& [key, n] : rate_limited_) {
+        fmt::format_to(std::back_inserter(out),
+                       "seatlock_ticketing_rate_limited_total{{lane=\"{}\",by=\"{}\"}} {}\n",
+                       key.first, key.second, n);
     }
     out +=
         "# HELP seatlock_ticketing_http_responses_total HTTP responses, by status code.\n"

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace ticketing {
 
@@ -60,6 +61,9 @@ public:
     /// A request refused by the state of the seats or of a hold: "seat_taken",
     /// "sold_out", "limit_exceeded", "hold_expired", ...
     void conflict(const std::string& kind);
+    /// A request refused with 429 (rate_limit.hpp): its lane ("write", "read") and the key
+    /// whose bucket refused it ("buyer", "address").
+    void rate_limited(std::string_view lane, std::string_view by);
     /// One answered HTTP request: its status code and how long it took.
     void request_done(unsigned status, std::chrono::steady_clock::duration took);
     /// One event of the Redis backend's connections (RedisOptions::on_event), by its kind
@@ -102,6 +106,7 @@ private:
 
     mutable std::mutex maps_mutex_;
     std::map<std::string, std::uint64_t> conflicts_;
+    std::map<std::pair<std::string, std::string>, std::uint64_t> rate_limited_;
     std::map<unsigned, std::uint64_t> responses_;
     std::map<std::string, std::uint64_t, std::less<>> redis_events_;
     std::function<std::string()> scraped_;

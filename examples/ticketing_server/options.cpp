@@ -29,6 +29,7 @@ namespace po = boost::program_options;
 constexpr std::string_view env_prefix = "SEATLOCK_TICKETING_";
 constexpr std::int64_t max_lifetime_s = 24 * 3600;  // the longest --max-hold-lifetime
 constexpr std::int64_t max_threads = 256;
+constexpr std::int64_t max_rate = 1000000;  // the highest --rate-* value
 
 // A setting refused; parse_options turns it into EarlyExit{2, ...}. Thrown so that the
 // sources read as the happy path.
@@ -200,6 +201,48 @@ std::vector<Flag> flags() {
          n(d.drain.count()),
          integer("whole seconds", 0, 3600,
                  [](ServerOptions& o, std::int64_t v) { o.drain = std::chrono::seconds(v); })},
+        {"rate-buyer-writes", "N",
+         "writes (hold, extend, confirm, release, cancel) a second one buyer may send; 0: no "
+         "limit",
+         n(d.rate_buyer_writes),
+         integer("requests a second", 0, max_rate,
+                 [](ServerOptions& o, std::int64_t v) { o.rate_buyer_writes = v; })},
+        {"rate-buyer-write-burst", "N", "writes one buyer may send at once, before --rate-buyer-writes applies",
+         n(d.rate_buyer_write_burst),
+         integer("requests", 1, max_rate,
+                 [](ServerOptions& o, std::int64_t v) { o.rate_buyer_write_burst = v; })},
+        {"rate-buyer-reads", "N",
+         "reads (events, seat map, streams opened, the buyer's holds and orders) a second one "
+         "buyer may send; 0: no limit",
+         n(d.rate_buyer_reads),
+         integer("requests a second", 0, max_rate,
+                 [](ServerOptions& o, std::int64_t v) { o.rate_buyer_reads = v; })},
+        {"rate-buyer-read-burst", "N", "reads one buyer may send at once, before --rate-buyer-reads applies",
+         n(d.rate_buyer_read_burst),
+         integer("requests", 1, max_rate,
+                 [](ServerOptions& o, std::int64_t v) { o.rate_buyer_read_burst = v; })},
+        {"rate-address-writes", "N",
+         "writes a second one client address may send, all its buyers together; 0: no limit "
+         "(behind a proxy every client has the proxy's address)",
+         n(d.rate_address_writes),
+         integer("requests a second", 0, max_rate,
+                 [](ServerOptions& o, std::int64_t v) { o.rate_address_writes = v; })},
+        {"rate-address-write-burst", "N",
+         "writes one client address may send at once, before --rate-address-writes applies",
+         n(d.rate_address_write_burst),
+         integer("requests", 1, max_rate,
+                 [](ServerOptions& o, std::int64_t v) { o.rate_address_write_burst = v; })},
+        {"rate-address-reads", "N",
+         "reads a second one client address may send, all its buyers and viewers together; 0: "
+         "no limit",
+         n(d.rate_address_reads),
+         integer("requests a second", 0, max_rate,
+                 [](ServerOptions& o, std::int64_t v) { o.rate_address_reads = v; })},
+        {"rate-address-read-burst", "N",
+         "reads one client address may send at once, before --rate-address-reads applies",
+         n(d.rate_address_read_burst),
+         integer("requests", 1, max_rate,
+                 [](ServerOptions& o, std::int64_t v) { o.rate_address_read_burst = v; })},
         {"http-body-limit", "BYTES", "a request body larger than this is refused with 413",
          n(d.http_body_limit),
          integer("bytes", 1024, std::int64_t{1} << 26,

@@ -78,6 +78,16 @@ struct ServerOptions {
     /// On SIGTERM or SIGINT: how long /readyz answers 503 while requests are still served,
     /// before the listener closes (0: it closes at once). A second signal cuts it short.
     std::chrono::seconds drain{0};
+    /// Rate limits (rate_limit.hpp): requests a second and the burst of each bucket, per
+    /// buyer and per client address, for writes and for reads. A rate of 0: no limit.
+    std::int64_t rate_buyer_writes = 5;
+    std::int64_t rate_buyer_write_burst = 10;
+    std::int64_t rate_buyer_reads = 20;
+    std::int64_t rate_buyer_read_burst = 40;
+    std::int64_t rate_address_writes = 0;
+    std::int64_t rate_address_write_burst = 100;
+    std::int64_t rate_address_reads = 0;
+    std::int64_t rate_address_read_burst = 400;
 };
 
 /// The process environment as NAME -> value; parse_options reads the variables named

@@ -60,6 +60,10 @@ TEST_CASE("each numeric flag takes its bounds and refuses past them, or no numbe
         {"--drain-seconds", 0, 3600},
         {"--http-header-limit", 1024, 1LL << 20}, {"--http-idle-timeout", 1, 3600},
         {"--stream-coalesce-ms", 10, 60000},
+        {"--rate-buyer-writes", 0, 1000000},  {"--rate-buyer-write-burst", 1, 1000000},
+        {"--rate-buyer-reads", 0, 1000000},   {"--rate-buyer-read-burst", 1, 1000000},
+        {"--rate-address-writes", 0, 1000000}, {"--rate-address-write-burst", 1, 1000000},
+        {"--rate-address-reads", 0, 1000000},  {"--rate-address-read-burst", 1, 1000000},
     };
     for (const auto& b : bounds) {
         CAPTURE(b.flag);
@@ -79,6 +83,26 @@ TEST_CASE("each numeric flag takes its bounds and refuses past them, or no numbe
     CHECK(accepted({"--stream-buffer", "2048"}).stream_buffer == 2048);
     CHECK(accepted({"--feed-retained=7"}).feed_retained == 7);
     CHECK(accepted({"--stream-frame-budget", "500"}).stream_frame_budget == 500);
+    const auto rates = accepted({"--rate-buyer-writes", "7", "--rate-buyer-write-burst", "8",
+                                 "--rate-buyer-reads", "9", "--rate-buyer-read-burst", "10",
+                                 "--rate-address-writes", "11", "--rate-address-write-burst", "12",
+                                 "--rate-address-reads", "13", "--rate-address-read-burst", "14"});
+    CHECK(rates.rate_buyer_writes == 7);
+    CHECK(rates.rate_buyer_write_burst == 8);
+    CHECK(rates.rate_buyer_reads == 9);
+    CHECK(rates.rate_buyer_read_burst == 10);
+    CHECK(rates.rate_address_writes == 11);
+    CHECK(rates.rate_address_write_burst == 12);
+    CHECK(rates.rate_address_reads == 13);
+    CHECK(rates.rate_address_read_burst == 14);
+    // The defaults: per buyer on, per address off.
+    const ServerOptions defaults;
+    CHECK(defaults.rate_buyer_writes == 5);
+    CHECK(defaults.rate_buyer_write_burst == 10);
+    CHECK(defaults.rate_buyer_reads == 20);
+    CHECK(defaults.rate_buyer_read_burst == 40);
+    CHECK(defaults.rate_address_writes == 0);
+    CHECK(defaults.rate_address_reads == 0);
 }
 
 TEST_CASE("an unknown flag, a bad backend, listen address or Redis URL is refused naming it; --help exits 0") {
@@ -108,6 +132,14 @@ const std::vector<std::string> every_flag = {
     "venue",
     "shutdown-grace",
     "drain-seconds",
+    "rate-buyer-writes",
+    "rate-buyer-write-burst",
+    "rate-buyer-reads",
+    "rate-buyer-read-burst",
+    "rate-address-writes",
+    "rate-address-write-burst",
+    "rate-address-reads",
+    "rate-address-read-burst",
     "http-body-limit",
     "http-header-limit",
     "http-idle-timeout",

@@ -504,7 +504,9 @@ TEST_CASE("an idle stream gets a heartbeat comment at the configured interval") 
 
 TEST_CASE("past the frame budget every viewer's frames come less often, each carrying what it missed") {
     MemoryStorage storage;
-    TicketingServer server(on(storage, {"--stream-frame-budget", "50"}));
+    // Ann holds and releases as fast as she can: the rate limits are raised out of the way.
+    TicketingServer server(on(storage, {"--stream-frame-budget", "50", "--rate-buyer-writes",
+                                        "1000000", "--rate-buyer-write-burst", "1000000"}));
     INFO(server.log());
     auto client = server.client();
     std::vector<std::unique_ptr<SseClient>> viewers;
@@ -552,8 +554,11 @@ TEST_CASE("a viewer that does not read is cut off; another keeps receiving and s
     MemoryStorage storage;
     // Small buffers: frames name only the seats that differ, so a stalled viewer's bytes
     // pile up slowly.
-    TicketingServer server(
-        on(storage, {"--stream-buffer", "16384", "--stream-send-buffer", "4096"}));
+    // The buyers hold and release as fast as they can: the rate limits are raised out of
+    // the way.
+    TicketingServer server(on(storage, {"--stream-buffer", "16384", "--stream-send-buffer", "4096",
+                                        "--rate-buyer-writes", "1000000",
+                                        "--rate-buyer-write-burst", "1000000"}));
     INFO(server.log());
     auto client = server.client();
 
