@@ -111,28 +111,27 @@ Task<seatlock::EventVersion> Ticketing::check_version(std::string event) {
 
 Task<void> Ticketing::probe_versions() {
     if (lost_) co_return Result<void>();  // the next drain repairs the venue
-    Result<void> outcome;
-    std::string failure;
+    // What not_ready() reads: when a probe last succeeded, or why the last one failed.
+    const auto note = [this](std::string failure) {
+        std::lock_guard lock(trouble_mutex_);
+        if (failure.empty()) probed_ok_ = std::chrono::steady_clock::now();
+        probe_failure_ = std::move(failure);
+    };
     try {
         for (const auto& event : venue_) {
             auto checked = co_await check_version(event.id);
             watch(checked);
             if (!checked) {
-                failure = checked.error().message();
-                outcome = std::move(checked).error();
-                break;
+                note(checked.error().message());
+                co_return std::move(checked).error();
             }
         }
-    } catch (const std::exception& e) {  // the database's
-        failure = e.what();
+    } catch (const std::exception& e) {  // the database's; the drain logs it
+        note(e.what());
+        throw;
     }
-    {
-        std::lock_guard lock(trouble_mutex_);
-        if (failure.empty()) probed_ok_ = std::chrono::steady_clock::now();
-        probe_failure_ = failure;
-    }
-    if (outcome && !failure.empty()) throw std::runtime_error(failure);  // the drain logs it
-    co_return outcome;
+    note("");
+    co_return Result<void>();
 }
 
 std::optional<std::string> Ticketing::not_ready() const {

@@ -15,6 +15,8 @@
 
 #include <boost/json.hpp>
 #include <cstdint>
+#include <cstdio>
+#include <ctime>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -121,6 +123,18 @@ inline std::map<std::string, std::int64_t> zone_counts(HttpClient& client, const
     for (const char* key : {"capacity", "free", "held", "paid"})
         counts[key] = z.at(key).to_number<std::int64_t>();
     return counts;
+}
+
+/// "2024-05-01T12:34:56.789Z" (the server's times) as Unix milliseconds.
+inline std::int64_t unix_ms(const boost::json::value& iso) {
+    std::tm t{};
+    int ms = 0;
+    const std::string text(iso.as_string());
+    REQUIRE(std::sscanf(text.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &t.tm_year, &t.tm_mon, &t.tm_mday,
+                        &t.tm_hour, &t.tm_min, &t.tm_sec, &ms) == 7);
+    t.tm_year -= 1900;
+    t.tm_mon -= 1;
+    return static_cast<std::int64_t>(::timegm(&t)) * 1000 + ms;
 }
 
 /// A JSON hold request body for named seats.

@@ -4,6 +4,7 @@
 // variables and from a config file, the Redis password from a file, against a
 // redis-server that requires that password. Each setting is checked by what the server
 // does, and the password is in neither the server's command line nor its environment.
+#include "support/temp_files.hpp"
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -23,47 +24,12 @@ namespace {
 const std::string password = "conf-test-pw-7f3a9c";
 const std::string holds_url = "/events/demo-game/holds";
 
-// A directory for the config and password files, removed at the end.
-class Files {
-public:
-    Files() {
-        char pattern[] = "/tmp/seatlock-configuration-XXXXXX";
-        REQUIRE(::mkdtemp(pattern) != nullptr);
-        dir_ = pattern;
-    }
-    ~Files() {
-        std::error_code ignored;
-        std::filesystem::remove_all(dir_, ignored);
-    }
-    Files(const Files&) = delete;
-    Files& operator=(const Files&) = delete;
-
-    std::string write(const std::string& name, const std::string& text) const {
-        const std::string path = dir_ + "/" + name;
-        std::ofstream(path) << text;
-        return path;
-    }
-
-private:
-    std::string dir_;
-};
 
 std::string read_all(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// "2024-05-01T12:34:56.789Z" as Unix milliseconds.
-std::int64_t unix_ms(const boost::json::value& iso) {
-    std::tm t{};
-    int ms = 0;
-    const std::string text(iso.as_string());
-    REQUIRE(std::sscanf(text.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &t.tm_year, &t.tm_mon, &t.tm_mday,
-                        &t.tm_hour, &t.tm_min, &t.tm_sec, &ms) == 7);
-    t.tm_year -= 1900;
-    t.tm_mon -= 1;
-    return static_cast<std::int64_t>(::timegm(&t)) * 1000 + ms;
-}
 
 }  // namespace
 
@@ -72,7 +38,7 @@ TEST_CASE(
     "take effect, and the password shows in no command line" *
     doctest::timeout(90)) {
     RedisServer redis({"--requirepass", password});
-    Files files;
+    TempFiles files;
     const auto password_file = files.write("redis.password", password + "\n");
     // The file: where Redis is, and settings the environment or the command line override.
     const auto config = files.write("server.conf",
@@ -140,7 +106,7 @@ TEST_CASE(
     TicketingServer::Environment environment = {{"SEATLOCK_TICKETING_REDIS_URL", redis.url()}};
     CHECK_THROWS_WITH_AS(TicketingServer(options, environment), doctest::Contains("auth_failed"),
                          std::runtime_error);
-    Files files;
+    TempFiles files;
     environment.emplace_back("SEATLOCK_TICKETING_REDIS_PASSWORD_FILE",
                              files.write("wrong.password", "not-the-password\n"));
     CHECK_THROWS_WITH_AS(TicketingServer(options, environment), doctest::Contains("auth_failed"),

@@ -21,17 +21,6 @@ constexpr std::int64_t hold_ttl_ms = 600 * 1000;  // the server's default hold
 // time: two instants of one hold may differ by a millisecond or so in its answers.
 constexpr std::int64_t clock_slack_ms = 50;
 
-// "2024-05-01T12:34:56.789Z" as Unix milliseconds.
-std::int64_t unix_ms(const boost::json::value& iso) {
-    std::tm t{};
-    int ms = 0;
-    const std::string text(iso.as_string());
-    REQUIRE(std::sscanf(text.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &t.tm_year, &t.tm_mon, &t.tm_mday,
-                        &t.tm_hour, &t.tm_min, &t.tm_sec, &ms) == 7);
-    t.tm_year -= 1900;
-    t.tm_mon -= 1;
-    return static_cast<std::int64_t>(::timegm(&t)) * 1000 + ms;
-}
 
 struct HeldSeat {
     HttpClient client;

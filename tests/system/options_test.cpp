@@ -9,6 +9,7 @@
 
 #include "http_server.hpp"
 #include "options.hpp"
+#include "support/temp_files.hpp"
 
 #include <unistd.h>
 
@@ -20,6 +21,8 @@
 #include <vector>
 
 namespace options_test {
+
+using seatlock::testing::TempFiles;
 
 using ticketing::EarlyExit;
 using ticketing::ServerOptions;
@@ -152,33 +155,6 @@ const std::vector<std::string> every_flag = {
     "stream-frame-budget",
 };
 
-// A directory of files for one test case, removed at its end.
-class Files {
-public:
-    Files() {
-        std::string pattern =
-            (std::filesystem::temp_directory_path() / "seatlock-options-XXXXXX").string();
-        REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-        dir_ = pattern;
-    }
-    ~Files() {
-        std::error_code ignored;
-        std::filesystem::remove_all(dir_, ignored);
-    }
-    Files(const Files&) = delete;
-    Files& operator=(const Files&) = delete;
-
-    // Writes `text` to `name` in the directory; its path.
-    std::string write(const std::string& name, const std::string& text) const {
-        const auto path = (dir_ / name).string();
-        std::ofstream(path, std::ios::binary) << text;
-        return path;
-    }
-    std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-private:
-    std::filesystem::path dir_;
-};
 
 std::variant<ServerOptions, EarlyExit> parse(std::vector<std::string> args,
                                              const ticketing::Environment& environment) {
@@ -291,7 +267,7 @@ TEST_CASE(
 TEST_CASE(
     "a config file sets flags by their names without dashes; comments and blank lines are "
     "skipped") {
-    Files files;
+    TempFiles files;
     const auto config = files.write("server.conf", R"(# the ticketing server
 threads = 3
 
@@ -316,7 +292,7 @@ max-seats-per-buyer = 6
 TEST_CASE(
     "the command line wins over the environment, the environment over the file, the file over the "
     "defaults") {
-    Files files;
+    TempFiles files;
     const auto config =
         files.write("server.conf", "threads = 2\nfeed-retained = 5\nstream-buffer = 2048\n");
     const auto other = files.write("other.conf", "threads = 9\n");
@@ -334,7 +310,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a mistake in the config file names the file and line") {
-    Files files;
+    TempFiles files;
     const auto check = [&](const std::string& text, const std::string& expected) {
         const auto config = files.write("server.conf", text);
         const auto refused = refusal({"--config", config});
@@ -362,7 +338,7 @@ TEST_CASE("a mistake in the config file names the file and line") {
 }
 
 TEST_CASE("the Redis password comes from the first line of a file, without its line end") {
-    Files files;
+    TempFiles files;
     auto options =
         accepted({"--redis-password-file", files.write("pw", "s3cret:/@\nsecond line\n")});
     CHECK(options.redis_password == "s3cret:/@");
@@ -386,7 +362,7 @@ TEST_CASE("the Redis password comes from the first line of a file, without its l
 TEST_CASE(
     "an empty or unreadable password file, or a URL with a password as well, is refused without "
     "the password") {
-    Files files;
+    TempFiles files;
     auto text = refusal({"--redis-password-file", files.write("empty", "")});
     CHECK(contains(text, "--redis-password-file " + files.path("empty")));
     text = refusal({"--redis-password-file", files.write("blank", "\nhunter2\n")});

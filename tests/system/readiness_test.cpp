@@ -47,13 +47,9 @@ struct OnRedis {
 
 }  // namespace
 
-TEST_CASE("/readyz is 200 on a working server and 503 within 2 s of its Redis stopping; 200 once "
+TEST_CASE_FIXTURE(OnRedis, "/readyz is 200 on a working server and 503 within 2 s of its Redis stopping; 200 once "
           "it is back and the venue repaired" *
           doctest::timeout(90)) {
-    OnRedis on;
-    RedisServer& redis = on.redis;
-    TicketingServer& server = on.server;
-    HttpClient& client = on.client;
     INFO(server.log());
     const auto held = client.post("/events/" + event + "/holds", seats_body(zone, {"A-1"}),
                                   std::string("alice"));
@@ -81,13 +77,9 @@ TEST_CASE("/readyz is 200 on a working server and 503 within 2 s of its Redis st
     CHECK(seat_states(client, event, zone).at("A-1") == "paid");
 }
 
-TEST_CASE("/readyz is 503 within 2 s of Redis coming back empty with no buyer acting, and 200 "
+TEST_CASE_FIXTURE(OnRedis, "/readyz is 503 within 2 s of Redis coming back empty with no buyer acting, and 200 "
           "once the venue is repaired" *
           doctest::timeout(90)) {
-    OnRedis on;
-    RedisServer& redis = on.redis;
-    TicketingServer& server = on.server;
-    HttpClient& client = on.client;
     INFO(server.log());
 
     redis.restart();  // stopped and started at once: empty, the outage too short to see
