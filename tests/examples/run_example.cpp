@@ -195,13 +195,14 @@ int main_checked(int argc, char** argv) {
         bool ok = check("every replica running", run(program, cluster.url() + "?replicas_to_ack=1", 60s),
                         0, expected);
         // Without acknowledgements, every write waits replica_ack_timeout_ms and is
-        // answered not_replicated: the program goes on after the event's creation, stops
-        // at the hold, and exits 2.
+        // answered not_replicated: the program stops at the hold and exits 2. The event's
+        // creation is not checked here: the first run created it, so this one changes
+        // nothing, and WAIT on a connection that wrote nothing may count a stopped
+        // replica that acknowledged everything before it stopped (acknowledged, rightly).
         Stopped stopped(cluster, replicas);
         ok = check("every replica stopped",
                    run(program, cluster.url() + "?replicas_to_ack=1&replica_ack_timeout_ms=200", 60s), 2,
-                   {"create_event not_replicated: applied on the primary, acknowledged by 0 of 1",
-                    "hold         not_replicated: applied on the primary"}) &&
+                   {"hold         not_replicated: applied on the primary, acknowledged by 0 of 1"}) &&
              ok;
         return ok ? 0 : 1;
     }
