@@ -408,6 +408,7 @@ private:
                     metrics_.stream_frame();
                 }
                 sent_ = found.snapshot->version;
+                sent_history_ = found.snapshot->history;
                 has_sent_ = true;
             }
         }
@@ -416,6 +417,7 @@ private:
             pending_ += snapshot->snapshot_frame();
             metrics_.stream_frame();
             sent_ = snapshot->version;
+            sent_history_ = snapshot->history;
             has_sent_ = true;
         }
         last_frame_ = std::chrono::steady_clock::now();
@@ -443,7 +445,7 @@ private:
         const auto period = coalesce_period();
         if (now - last_frame_ < period) return wait_until(tick_after(last_frame_ + period, period));
         dirty_ = false;
-        const auto frame = api_.feed().frame_after(stream_event_, sent_, tick_of(now, period));
+        const auto frame = api_.feed().frame_after(stream_event_, sent_, sent_history_, tick_of(now, period));
         if (frame.behind) {
             // The tick's frame leads to an older snapshot than the latest: the rest on the
             // next tick.
@@ -454,6 +456,7 @@ private:
         pending_ += *frame.text;
         metrics_.stream_frame();
         sent_ = frame.version;
+        sent_history_ = frame.history;
         last_frame_ = now;
         // Frames pile up only while the socket has not taken the previous ones.
         if (writing_busy_ && pending_.size() > limits_.buffer_limit) {
@@ -569,6 +572,7 @@ private:
     bool ended_ = false;
     std::string stream_event_;
     seatlock::EventVersion sent_ = 0;
+    seatlock::EventHistory sent_history_ = 0;  // the history sent_ belongs to
     bool has_sent_ = false;
     bool dirty_ = false;
     std::atomic<bool> coalescing_{false};

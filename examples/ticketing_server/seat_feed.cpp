@@ -20,6 +20,7 @@ namespace ticketing {
 namespace asio = boost::asio;
 using seatlock::errc;
 using seatlock::EventVersion;
+using seatlock::EventHistory;
 using seatlock::SeatChange;
 
 const Encoded& Snapshot::full() const {
@@ -51,12 +52,17 @@ struct SeatFeed::EventFeed {
     // The changes after `base`, in version order, up to the snapshot's version.
     std::deque<SeatChange> changes;
     EventVersion base = 0;
+    // The highest version published on an earlier history of the event (a recovery, by
+    // any server, started its versions again: SeatHoldStore::changes): a viewer's version
+    // up to it may be of either history, so it gets the whole map.
+    EventVersion unsure_until = 0;
     std::vector<std::weak_ptr<FeedListener>> listeners;
     // The stream's tick (frame_after), its snapshot, and its frames to that snapshot's
     // version, by the version they start from.
     mutable std::int64_t tick = std::numeric_limits<std::int64_t>::min();
     mutable std::shared_ptr<const Snapshot> tick_snapshot;
-    mutable std::map<EventVersion, std::shared_ptr<const std::string>> frames;
+    // Keyed by the starting version and whether the whole map was due (another history).
+    mutable std::map<std::pair<EventVersion, bool>, std::shared_ptr<const std::string>> frames;
     bool failing = false;  // reader only: the last read failed (logged once)
     std::uint64_t repairs_seen = 0;  // reader only: Ticketing::repairs() at the last whole read
 };
@@ -156,7 +162,7 @@ ChangesSince SeatFeed::since(std::string_view event, EventVersion after) const {
     if (!out.snapshot) return out;
     if (after > out.snapshot->version) {
         out.outcome = ChangesSince::Outcome::ahead;
-    } else if (after < feed->base) {
+    } else if (after < feed->base || after <= feed->unsure_until) {
         out.outcome = ChangesSince::Outcome::trimmed;
     } else {
         const auto first =
@@ -167,7 +173,8 @@ ChangesSince SeatFeed::since(std::string_view event, EventVersion after) const {
     return out;
 }
 
-StreamFrame SeatFeed::frame_after(std::string_view event, EventVersion after, std::int64_t tick) const {
+StreamFrame SeatFeed::frame_after(std::string_view event, EventVersion after, EventHistory history,
+                                  std::int64_t tick) const {
     const EventFeed* feed = find(event);
     if (!feed) return {};
     std::unique_lock lock(feed->mutex);
@@ -178,14 +185,21 @@ StreamFrame SeatFeed::frame_after(std::string_view event, EventVersion after, st
     }
     const auto snapshot = feed->tick_snapshot;
     if (!snapshot) return {};
-    StreamFrame out{nullptr, snapshot->version, feed->snapshot->version != snapshot->version};
-    if (snapshot->version == after) return out;
-    if (const auto kept = feed->frames.find(after); kept != feed->frames.end()) {
+    StreamFrame out{nullptr, snapshot->version, snapshot->history,
+                    feed->snapshot->version != snapshot->version};
+    // A viewer brought to a version of another history gets the whole map.
+    const bool whole = history != snapshot->history;
+    if (snapshot->version == after && !whole) return out;
+    if (const auto kept = feed->frames.find({after, whole}); kept != feed->frames.end()) {
         out.text = kept->second;
         return out;
     }
     std::string text;
-    if (after == snapshot->changes_from && !snapshot->changes_frame.empty()) {
+    if (whole) {
+        lock.unlock();
+        text = snapshot->snapshot_frame();
+        lock.lock();
+    } else if (after == snapshot->changes_from && !snapshot->changes_frame.empty()) {
         text = snapshot->changes_frame;
     } else if (after >= feed->base && after < snapshot->version) {
         const auto by_version = [](EventVersion v, const SeatChange& c) { return v < c.version; };
@@ -203,7 +217,7 @@ StreamFrame SeatFeed::frame_after(std::string_view event, EventVersion after, st
     out.text = std::make_shared<const std::string>(std::move(text));
     // Kept for the rest of the tick, for a bounded few starting versions.
     if (feed->tick == tick && feed->tick_snapshot == snapshot && feed->frames.size() < 64)
-        feed->frames.emplace(after, out.text);
+        feed->frames.emplace(std::pair{after, whole}, out.text);
     return out;
 }
 
@@ -232,6 +246,7 @@ std::shared_ptr<Snapshot> from_map(const std::string& event, const seatlock::Sea
     auto next = std::make_shared<Snapshot>();
     next->event = event;
     next->version = map.version;
+    next->history = map.history;
     for (const auto& zone : map.zones) {
         auto view = std::make_shared<ZoneView>();
         view->zone = zone.zone;
@@ -275,6 +290,7 @@ std::shared_ptr<Snapshot> apply(const Snapshot& previous, EventVersion version,
     auto next = std::make_shared<Snapshot>();
     next->event = previous.event;
     next->version = version;
+    next->history = previous.history;  // changes() answers only on the snapshot's history
     next->zones = previous.zones;
     next->layouts = previous.layouts;
     std::vector<std::shared_ptr<ZoneView>> copied(next->zones.size());
@@ -310,6 +326,8 @@ void SeatFeed::publish(EventFeed& feed, std::shared_ptr<const Snapshot> next,
     {
         std::lock_guard lock(feed.mutex);
         if (whole) {
+            if (feed.snapshot && feed.snapshot->history != next->history)
+                feed.unsure_until = std::max(feed.unsure_until, feed.snapshot->version);
             feed.changes.clear();
             feed.base = next->version;
         } else {
@@ -352,7 +370,8 @@ asio::awaitable<bool> SeatFeed::follow(EventFeed& feed) {
     bool whole = !previous || repairs != feed.repairs_seen;
     if (!whole) {
         metrics_.feed_storage_call();
-        auto page = co_await ticketing_.changes(feed.id, previous->version, options_.page_limit);
+        auto page = co_await ticketing_.changes(feed.id, {previous->version, previous->history},
+                                                options_.page_limit);
         if (page) {
             if (page->version != previous->version || !page->changes.empty()) {
                 auto next = apply(*previous, page->version, page->changes);
@@ -369,6 +388,7 @@ asio::awaitable<bool> SeatFeed::follow(EventFeed& feed) {
                 auto same = std::make_shared<Snapshot>();
                 same->event = previous->event;
                 same->version = previous->version;
+                same->history = previous->history;
                 same->zones = previous->zones;
                 same->layouts = previous->layouts;
                 same->covers_writes = writes;
@@ -381,8 +401,9 @@ asio::awaitable<bool> SeatFeed::follow(EventFeed& feed) {
             more = page->more;
         } else if (page.is(errc::changes_trimmed) || page.is(errc::invalid_argument) ||
                    page.is(errc::unknown_event) || page.is(errc::storage_lost)) {
-            // The log no longer has these changes, or the storage is behind this snapshot
-            // (it went back to older data): read the whole map again.
+            // The log no longer has these changes or they are of another history (a
+            // recovery, by any server, since this snapshot), or the storage is behind this
+            // snapshot (it went back to older data): read the whole map again.
             whole = true;
         } else {
             failure = page.error().message();

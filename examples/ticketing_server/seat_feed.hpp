@@ -77,6 +77,7 @@ class Snapshot {
 public:
     std::string event;
     seatlock::EventVersion version = 0;
+    seatlock::EventHistory history = 0;  ///< the event's history `version` belongs to
     std::vector<std::shared_ptr<const ZoneView>> zones;
     std::vector<std::shared_ptr<const ZoneLayout>> layouts;  ///< per zone (named zones)
     /// The writes of this process (SeatFeed::note_write) the storage had answered before
@@ -119,10 +120,11 @@ struct ChangesSince {
     std::vector<seatlock::SeatChange> changes;  ///< outcome ok: in version order
 };
 
-/// A stream frame that brings a viewer to `version` (text null: nothing new).
+/// A stream frame that brings a viewer to `version` of `history` (text null: nothing new).
 struct StreamFrame {
     std::shared_ptr<const std::string> text;
     seatlock::EventVersion version = 0;
+    seatlock::EventHistory history = 0;
     /// A later snapshot exists than the frame leads to: ask again on the next tick.
     bool behind = false;
 };
@@ -154,7 +156,9 @@ public:
     /// for it). Null as for current().
     boost::asio::awaitable<std::shared_ptr<const Snapshot>> fresh(
         std::string event, std::chrono::milliseconds timeout);
-    /// The changes of `event` after version `after`, from memory.
+    /// The changes of `event` after version `after`, from memory. Trimmed for a version
+    /// this process also published on an earlier history of the event (a viewer's
+    /// version names no history).
     [[nodiscard]] ChangesSince since(std::string_view event, seatlock::EventVersion after) const;
 
     /// The stream frame from version `after` to the snapshot of tick `tick`: its changes
@@ -163,8 +167,10 @@ public:
     /// tick's snapshot, the latest then; every viewer composing in the same tick is
     /// brought to it, so viewers that keep up stay at one version and share one frame per
     /// tick however often the snapshot moves on. Frames are kept for the tick.
+    /// A viewer at a version of another history than the tick's snapshot (`history`: the
+    /// one of the frame it was sent last) gets the whole map.
     [[nodiscard]] StreamFrame frame_after(std::string_view event, seatlock::EventVersion after,
-                                          std::int64_t tick) const;
+                                          seatlock::EventHistory history, std::int64_t tick) const;
 
     /// A write of this process (hold, release, ...) was answered: the reader asks soon.
     void note_write();

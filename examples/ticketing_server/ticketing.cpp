@@ -310,7 +310,7 @@ Task<seatlock::SeatMap> Ticketing::seat_map(std::string event) {
     co_return map;
 }
 
-Task<seatlock::ChangePage> Ticketing::changes(std::string event, seatlock::EventVersion after,
+Task<seatlock::ChangePage> Ticketing::changes(std::string event, seatlock::FeedPosition after,
                                               std::size_t limit) {
     auto page = co_await store_.async_changes(event, after, limit, use_awaitable);
     watch(page);

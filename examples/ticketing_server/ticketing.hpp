@@ -70,9 +70,9 @@ public:
     Task<std::vector<seatlock::EventSpec>> events();
     /// The state of every seat of `event` at one version (the seat feed's whole read).
     Task<seatlock::SeatMap> seat_map(std::string event);
-    /// The changes of `event` after version `after`, at most `limit` (the seat feed's
+    /// The changes of `event` after position `after`, at most `limit` (the seat feed's
     /// reader, seat_feed.hpp).
-    Task<seatlock::ChangePage> changes(std::string event, seatlock::EventVersion after,
+    Task<seatlock::ChangePage> changes(std::string event, seatlock::FeedPosition after,
                                        std::size_t limit);
 
     /// What `buyer` has, from the server's rows: holds that may still be paid, and orders

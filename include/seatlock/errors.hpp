@@ -63,8 +63,9 @@ enum class errc {
                      // acknowledged): it may be lost if the primary fails now. Not undone;
                      // retrying is safe but proves nothing (docs/redis.md)
     // The change feed (SeatHoldStore::changes).
-    changes_trimmed,  // the event's change log no longer holds the changes after the version
-                      // asked for: read seats() again and go on from its version
+    changes_trimmed,  // the event's change log no longer holds the changes after the position
+                      // asked for (or it is of another history: a recovery since): read
+                      // seats() again and go on from its position
 };
 
 /// The category of seatlock::errc; its name is "seatlock".

@@ -262,17 +262,40 @@ public:
     /// The default limit of changes() and async_changes().
     static constexpr std::size_t default_changes_limit = 1000;
 
-    /// The change feed: the changes of `event` after version `after`, in version order, at
-    /// most `limit` (1 to 100,000; a backend may answer fewer, RedisBackend at most 50 a
-    /// call, with ChangePage::more set) but never part of one step; applying them to seats() at
-    /// `after` gives the state at ChangePage::version (seatlock::apply). While
-    /// ChangePage::more, ask again with after = that version. invalid_argument when
-    /// `after` is above the event's version; changes_trimmed when the event's change log
-    /// (bounded: the backend's change log limit, in steps) no longer holds them: read
-    /// seats() again and go on from its version.
+    /// The change feed: the changes of `event` after position `after` (a SeatMap's or a
+    /// ChangePage's position()), in version order, at most `limit` (1 to 100,000; a backend
+    /// may answer fewer, RedisBackend at most 50 a call, with ChangePage::more set) but
+    /// never part of one step; applying them to seats() at `after` gives the state at the
+    /// page's position (seatlock::apply). While ChangePage::more, ask again from its
+    /// position(). changes_trimmed when `after` is of another history of the event (a
+    /// recovery since, which may have started from other data: EventHistory), or when the
+    /// event's change log (bounded: the backend's change log limit, in steps) no longer
+    /// holds them: read seats() again and go on from its position. invalid_argument when
+    /// `after.version` is above the event's version.
+    Result<ChangePage> changes(const std::string& event, FeedPosition after,
+                               std::size_t limit = default_changes_limit) {
+        return run(detail::prepare_changes(event, after.version, after.history, limit));
+    }
+    /// The changes after a version of the event's current history, whichever it is: for a
+    /// caller that knows a version from a write's answer (Hold::version, ...), which
+    /// carries no history. The page names the history; go on from its position(). A copy
+    /// of the map kept up to date must use the FeedPosition form, which tells a recovery
+    /// in between.
     Result<ChangePage> changes(const std::string& event, EventVersion after,
                                std::size_t limit = default_changes_limit) {
-        return run(detail::prepare_changes(event, after, limit));
+        return run(detail::prepare_changes(event, after, std::nullopt, limit));
+    }
+    template <typename Token = boost::asio::deferred_t>
+        requires detail::TokenFor<Token, ChangePage>
+    auto async_changes(const std::string& event, FeedPosition after, Token&& token = {}) {
+        return async_changes(event, after, default_changes_limit, std::forward<Token>(token));
+    }
+    template <typename Token = boost::asio::deferred_t>
+        requires detail::TokenFor<Token, ChangePage>
+    auto async_changes(const std::string& event, FeedPosition after, std::size_t limit,
+                       Token&& token = {}) {
+        return async_call(detail::prepare_changes(event, after.version, after.history, limit),
+                          std::forward<Token>(token));
     }
     template <typename Token = boost::asio::deferred_t>
         requires detail::TokenFor<Token, ChangePage>
@@ -283,7 +306,8 @@ public:
         requires detail::TokenFor<Token, ChangePage>
     auto async_changes(const std::string& event, EventVersion after, std::size_t limit,
                        Token&& token = {}) {
-        return async_call(detail::prepare_changes(event, after, limit), std::forward<Token>(token));
+        return async_call(detail::prepare_changes(event, after, std::nullopt, limit),
+                          std::forward<Token>(token));
     }
 
     /// Up to `limit` holds that expired and are not yet acknowledged, including those that

@@ -197,13 +197,16 @@ struct seats {
 
 /// The changes of the event after version `after`, in version order: at most `limit` of
 /// them (`limit` >= 1), but never part of a step (a step with more than `limit` changes
-/// comes whole, alone). invalid_argument when `after` is above the event's version,
-/// changes_trimmed when the event's change log no longer holds every change after it.
+/// comes whole, alone). changes_trimmed when `history` is given and is not the event's
+/// (checked first), or when the event's change log no longer holds every change after
+/// `after`; invalid_argument when `after` is above the event's version. The page names
+/// the event's history.
 struct changes {
     using result_type = ChangePage;
     static constexpr std::string_view name = "changes";
     std::string event;
     EventVersion after = 0;
+    std::optional<EventHistory> history;
     std::size_t limit = 0;
 };
 

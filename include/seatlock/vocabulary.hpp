@@ -197,11 +197,30 @@ struct ZoneState {
 /// with a version at or below one already seen went back to older data.
 using EventVersion = std::uint64_t;
 
+/// Which history of an event a version belongs to. The event gets one when it is created
+/// and another at every end_recovery of it while hidden, which starts its versions again
+/// from storage that may differ from what readers saw (a loss, older data): the same
+/// version in two histories need not be the same state. Drawn at random (never 0, but on
+/// events a storage holds from before histories existed).
+using EventHistory = std::uint64_t;
+
+/// Where a reader of the change feed stands: a version of one history of the event. A
+/// SeatMap's and a ChangePage's position() are what changes() takes to go on from them.
+struct FeedPosition {
+    EventVersion version = 0;
+    EventHistory history = 0;
+    bool operator==(const FeedPosition&) const = default;
+};
+
 /// The seats of an event at exactly one version: what seats() answers. A range over its
 /// zones (begin, end, size, operator[], at) as well.
 struct SeatMap {
     EventVersion version = 0;
+    EventHistory history = 0;      ///< the history `version` belongs to
     std::vector<ZoneState> zones;  ///< in the event's zone order (or the one zone asked for)
+
+    /// Where a change feed reader that starts from this map stands (changes()).
+    [[nodiscard]] FeedPosition position() const { return {version, history}; }
 
     [[nodiscard]] auto begin() const { return zones.begin(); }
     [[nodiscard]] auto end() const { return zones.end(); }
@@ -234,8 +253,12 @@ struct SeatChange {
 struct ChangePage {
     /// Applying `changes` to the state at `after` gives the state at `version`.
     EventVersion version = 0;
+    EventHistory history = 0;  ///< the history of the event, the same as the reader's
     std::vector<SeatChange> changes;
-    bool more = false;  ///< later changes exist: ask again with after = version
+    bool more = false;  ///< later changes exist: ask again with after = position()
+
+    /// Where the reader stands once it has applied `changes`.
+    [[nodiscard]] FeedPosition position() const { return {version, history}; }
 };
 
 /// How many steps' changes an event's change log keeps by default (MemoryBackend,
@@ -271,6 +294,13 @@ inline void apply(SeatMap& map, const std::vector<SeatChange>& changes, EventVer
         seat->second->expires_at = c.state == SeatState::held ? c.expires_at : WallTime{};
     }
     map.version = version;
+}
+
+/// Applies a page of changes (changes() from the map's position()) to the map: the map is
+/// then at the page's position.
+inline void apply(SeatMap& map, const ChangePage& page) {
+    apply(map, page.changes, page.version);
+    map.history = page.history;
 }
 
 /// A hold that ran out, reported by `expired()` until acknowledged.

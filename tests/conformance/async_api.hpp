@@ -88,6 +88,10 @@ public:
                                std::size_t limit = SeatHoldStore<B>::default_changes_limit) {
         return store_.async_changes(event, after, limit, run_.future()).get();
     }
+    Result<ChangePage> changes(const std::string& event, FeedPosition after,
+                               std::size_t limit = SeatHoldStore<B>::default_changes_limit) {
+        return store_.async_changes(event, after, limit, run_.future()).get();
+    }
     Result<std::vector<ExpiredHold>> expired(std::size_t limit = 100,
                                              Millis redeliver_after = std::chrono::seconds(30)) {
         return store_.async_expired(limit, redeliver_after, run_.future()).get();

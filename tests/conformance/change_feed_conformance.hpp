@@ -352,6 +352,67 @@ TEST_CASE_TEMPLATE_DEFINE("recovery: restored orders are logged, and showing the
     CHECK(after->changes.empty());
 }
 
+// A reader whose copy is of the history before a recovery, at a version the recovered event
+// has reached again with other steps, must not be given those steps: applied to its copy
+// they would give a map the storage never had.
+TEST_CASE_TEMPLATE_DEFINE("recovery: a reader of the history before it gets changes_trimmed at any version", F,
+                          change_feed_history) {
+    using namespace seatlock::testing;
+    using seatlock::SeatState;
+    HoldWorld<F> w;
+    auto before = w.store.seats("game1");
+    REQUIRE(before);
+    CHECK(before->history != 0);
+    // Going on from a map's position, then from a page's, stays on the history.
+    auto a = w.store.hold("game1", "amy", named_seats("lower", {"A-1"}));
+    REQUIRE(a);
+    auto page = w.store.changes("game1", before->position());
+    REQUIRE(page);
+    CHECK(page->history == before->history);
+    CHECK(page->position() == seatlock::FeedPosition{a->version, before->history});
+    seatlock::SeatMap copy = *before;
+    seatlock::apply(copy, *page);
+    CHECK(copy.position() == page->position());
+    REQUIRE(w.store.release(a->token));
+    REQUIRE(w.store.changes("game1", copy.position()));
+    auto read = w.store.hold("game1", "amy", named_seats("lower", {"A-2", "A-3"}));
+    REQUIRE(read);
+    auto old = w.store.seats("game1");  // the reader's copy: A-2 and A-3 held
+    REQUIRE(old);
+
+    // The storage loses everything; another process, which never saw the event, recovers it
+    // with no order to restore, and shows it at a version below the reader's.
+    w.f.lose_data();
+    seatlock::testing::Store<F> other(w.f.backend(), test_policy());
+    REQUIRE(other.recover_event(test_event()).value() == seatlock::Recovery::created);
+    auto shown = other.finish_recovery("game1");
+    REQUIRE(shown);
+    REQUIRE(*shown < old->version);
+    // Its steps bring the event to the reader's version and past it.
+    REQUIRE(other.hold("game1", "bo", named_seats("lower", {"B-1"})));
+    while (other.seats("game1").value().version <= old->version + 1) {
+        auto h = other.hold("game1", "cy", named_seats("lower", {"B-2"}));
+        REQUIRE(h);
+        REQUIRE(other.release(h->token));
+    }
+    auto now = w.store.seats("game1");
+    REQUIRE(now);
+    CHECK(now->history != old->history);
+    CHECK(now->zones[0].seats[1].state == SeatState::free);  // A-2: the reader's copy has it held
+    // The reader is told to read the map again; from the new map it goes on.
+    CHECK(w.store.changes("game1", old->position()).is(errc::changes_trimmed));
+    CHECK(w.store.changes("game1", seatlock::FeedPosition{now->version, old->history})
+              .is(errc::changes_trimmed));
+    auto next = w.store.changes("game1", now->position());
+    REQUIRE(next);
+    CHECK(next->changes.empty());
+    CHECK(next->history == now->history);
+    // Without a history, a version is taken as the current history's: the page names it.
+    auto any = w.store.changes("game1", old->version);
+    REQUIRE(any);
+    CHECK(any->history == now->history);
+}
+
 TEST_CASE_TEMPLATE_DEFINE("property: the changes after version A applied to the map at A give the map at B", F,
                           change_feed_property) {
     using namespace seatlock::testing;
@@ -432,4 +493,5 @@ TEST_CASE_TEMPLATE_DEFINE("property: the changes after version A applied to the 
     TEST_CASE_TEMPLATE_INVOKE(change_feed_expiry, __VA_ARGS__);           \
     TEST_CASE_TEMPLATE_INVOKE(change_feed_trimmed, __VA_ARGS__);          \
     TEST_CASE_TEMPLATE_INVOKE(change_feed_recovery, __VA_ARGS__);         \
+    TEST_CASE_TEMPLATE_INVOKE(change_feed_history, __VA_ARGS__);          \
     TEST_CASE_TEMPLATE_INVOKE(change_feed_property, __VA_ARGS__)

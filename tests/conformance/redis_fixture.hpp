@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // tests/conformance/redis_fixture.hpp: what the conformance fixtures on real Redis servers
-// (conformance_redis.cpp, conformance_redis_cluster.cpp) share.
+// (conformance_redis.cpp, on one server or a Cluster) share.
 #pragma once
 
 #include <seatlock/backends/redis.hpp>

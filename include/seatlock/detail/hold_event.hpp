@@ -79,15 +79,25 @@ struct HoldEvent : EventState {
     }
 
     // end_recovery of a hidden event: what readers saw before may be of another history,
-    // so the log starts afresh at the new version (older readers get changes_trimmed).
+    // so the event gets a new one, and the log starts afresh at the new version (older
+    // readers get changes_trimmed, whatever their version).
     void restart_log() {
         log.clear();
         log_steps = 0;
         log_trimmed = false;
         log_restart = version;
+        history = new_history();
     }
 
-    Result<ChangePage> changes_after(EventVersion after, std::size_t limit) const {
+    Result<ChangePage> changes_after(EventVersion after, std::optional<EventHistory> of,
+                                     std::size_t limit) const {
+        if (of && *of != history) {
+            return Failure(errc::changes_trimmed,
+                           "event " + spec.id + " was recovered since the version " +
+                               std::to_string(after) +
+                               " was read (another history): read its seats again",
+                           {spec.id});
+        }
         if (after > version) {
             return Failure(errc::invalid_argument,
                            "version " + std::to_string(after) + " is above event " + spec.id +
@@ -99,7 +109,7 @@ struct HoldEvent : EventState {
                                std::to_string(log_floor()) + ", not after " + std::to_string(after),
                            {spec.id});
         }
-        ChangePage page{version, {}, false};
+        ChangePage page{version, history, {}, false};
         auto it = std::upper_bound(log.begin(), log.end(), after,
                                    [](EventVersion v, const LoggedChange& c) { return v < c.version; });
         while (it != log.end()) {
@@ -586,7 +596,7 @@ struct HoldEvent : EventState {
     }
 
     Result<SeatMap> states(const std::optional<std::string>& only, const WallFn& wall) {
-        SeatMap map{version, {}};
+        SeatMap map{version, history, {}};
         std::vector<ZoneState>& out = map.zones;
         if (only) {
             auto zone = zone_for(*only);

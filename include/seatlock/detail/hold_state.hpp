@@ -6,6 +6,7 @@
 #pragma once
 
 #include <seatlock/backend.hpp>
+#include <seatlock/detail/event_history.hpp>
 #include <seatlock/detail/released_tokens.hpp>
 #include <seatlock/detail/text.hpp>
 
@@ -158,6 +159,7 @@ using Holds = std::unordered_map<std::string, HoldRecord>;
     const EventSpec spec;
     std::atomic<bool> visible{true};  // false from begin_recovery to end_recovery
     EventVersion version = 0;         // raised by every step that changes the event
+    EventHistory history = new_history();  // a new one at end_recovery of a hidden event
 
     // The change log: the changes of the last `log_limit` steps that changed a seat or a
     // count, oldest first, in version order (a step's changes share its version). Every
@@ -176,6 +178,7 @@ using Holds = std::unordered_map<std::string, HoldRecord>;
     std::size_t log_limit = default_change_log_limit;
     bool log_trimmed = false;       // a step has left the log
     EventVersion log_restart = 0;   // end_recovery of a hidden event starts the log afresh here
+                                    // (and a new history)
     // The slots the step under way changed (GA zones: npos, once per zone), logged when it
     // raises the version (bump) and dropped when it fails.
     std::vector<std::pair<Zone*, std::size_t>> touched;

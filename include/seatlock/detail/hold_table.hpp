@@ -119,7 +119,7 @@ public:
 
     Result<ChangePage> run(const op::changes& o, std::int64_t now) {
         return with_event(o.event, now,
-                          [&](Event& e) { return e.changes_after(o.after, o.limit); });
+                          [&](Event& e) { return e.changes_after(o.after, o.history, o.limit); });
     }
 
     Result<std::vector<ExpiredHold>> run(const op::expired& o, std::int64_t now) {

@@ -237,13 +237,13 @@ inline Result<op::seats> prepare_seats(const std::string& event,
 inline constexpr std::size_t max_changes_limit = 100'000;
 
 inline Result<op::changes> prepare_changes(const std::string& event, EventVersion after,
-                                           std::size_t limit) {
+                                           std::optional<EventHistory> history, std::size_t limit) {
     if (auto ok = validate_id("event", event); !ok) return std::move(ok).error();
     if (limit == 0 || limit > max_changes_limit) {
         return Failure(errc::invalid_argument,
                        "changes() needs 1 <= limit <= " + std::to_string(max_changes_limit));
     }
-    return op::changes{event, after, limit};
+    return op::changes{event, after, history, limit};
 }
 
 inline Result<op::expired> prepare_expired(std::size_t limit, Millis redeliver_after) {

@@ -4,6 +4,7 @@
 // (lua/event_*.lua, events.lua, version.lua, restore_order.lua). See codec.hpp.
 #pragma once
 
+#include <seatlock/detail/event_history.hpp>
 #include <seatlock/keys.hpp>
 
 #include "../codec.hpp"
@@ -34,6 +35,7 @@ inline Call<Stored> store_call(const Context& c, const EventSpec& spec, Visibili
     auto args = arguments<A>();
     args[A::prefix] = c.keys.prefix();
     args[A::event] = spec.id;
+    args[A::history] = std::to_string(detail::new_history());  // kept only by a new event
     args[A::name] = spec.name;
     args[A::zone_count] = std::to_string(spec.zones.size());
     // Then from A::zones, for each zone: id, kind, n, and a named zone's n (seat, row) pairs.
@@ -140,6 +142,7 @@ struct Codec<op::end_recovery> {
         args[A::prefix] = c.keys.prefix();
         args[A::event] = o.event;
         args[A::at_least] = std::to_string(o.at_least);
+        args[A::history] = std::to_string(detail::new_history());  // kept only when it was hidden
         auto call = make_call<Shown>(redis_scripts::event_show, {c.keys.event_key("event", o.event)},
                                      std::move(args),
                                      standard<Shown>(redis_scripts::event_show, [](const Reader& r) {

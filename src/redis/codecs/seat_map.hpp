@@ -11,9 +11,11 @@
 // the changes after the oldest piece's version (the change log) then bring every piece
 // to one version, each seat and each zone's counts taking only the changes later than
 // the piece that read them. A log trimmed meanwhile (more steps than it keeps, during
-// one read) starts the read again, a few times at most.
+// one read), or pieces of two histories of the event (a recovery between them), start the
+// read again, a few times at most.
 #pragma once
 
+#include <seatlock/detail/event_history.hpp>
 #include <seatlock/keys.hpp>
 
 #include "../codec.hpp"
@@ -24,6 +26,7 @@
 #include <cstdint>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -39,7 +42,8 @@ inline constexpr std::size_t page_seats = 50;
 /// Changes per changes call at most, whatever limit changes() was given (a page with
 /// `more` set), and while a map is brought to one version: short calls on any log.
 inline constexpr std::size_t changes_per_call = 50;
-/// How many times a read starts again after the log was trimmed under it.
+/// How many times a read starts again after the log was trimmed under it (or the event
+/// recovered under it).
 inline constexpr int read_attempts = 3;
 
 // A small reader of the spec event_create.lua stores (cjson of {name, {{id, kind,
@@ -164,9 +168,18 @@ private:
     std::size_t i_ = 0;
 };
 
+// An event's history as the functions answer it: its decimal digits.
+inline EventHistory history_in(std::string_view digits) {
+    EventHistory h = 0;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), h);
+    if (error != std::errc{} || end != digits.data() + digits.size()) throw BadReply("a bad history");
+    return h;
+}
+
 // What seats_page.lua answers.
 struct Piece {
     EventVersion version = 0;
+    EventHistory history = 0;
     std::int64_t free = 0, held = 0, paid = 0;
     std::vector<std::pair<SeatState, std::int64_t>> states;  // state, expires_ms
 };
@@ -190,6 +203,7 @@ inline Call<Piece> page_call(const Context& c, const std::string& event, const s
             p.free = r.integer(2);
             p.held = r.integer(3);
             p.paid = r.integer(4);
+            p.history = history_in(r.text(6));
             const Reader states = r.array(5);
             if (states.size() != 2 * count) throw BadReply("not one state per seat asked");
             p.states.reserve(count);
@@ -290,6 +304,7 @@ inline Call<ChangePage> changes_call(const Context& c, const op::changes& o) {
     args[A::prefix] = c.keys.prefix();
     args[A::event] = o.event;
     args[A::after] = std::to_string(o.after);
+    args[A::history] = o.history ? std::to_string(*o.history) : std::string();  // '': any
     // 0 stays 0: the function refuses it as changes() does on every backend.
     args[A::limit] = std::to_string(std::min(o.limit, changes_per_call));
     args[A::log_limit] = c.log_limit;
@@ -297,6 +312,7 @@ inline Call<ChangePage> changes_call(const Context& c, const op::changes& o) {
         redis_scripts::changes, c.event_keys(o.event), std::move(args),
         standard<ChangePage>(redis_scripts::changes, [](const Reader& r) {
             ChangePage page;
+            page.history = history_in(r.text(5));
             const auto v = r.integer(1);
             if (v < 0) throw BadReply("a negative version");
             page.version = static_cast<EventVersion>(v);
@@ -339,6 +355,7 @@ struct MapRead : std::enable_shared_from_this<MapRead<Exec, Done>> {
     std::vector<EventVersion> counts_versions;
     std::size_t zone = 0, page = 0;
     EventVersion lowest = 0, highest = 0;
+    std::optional<EventHistory> history;  // the first piece's: every piece must be of it
 
     void start() {
         ++attempt;
@@ -388,6 +405,7 @@ struct MapRead : std::enable_shared_from_this<MapRead<Exec, Done>> {
         zone = page = 0;
         lowest = ~EventVersion{0};
         highest = 0;
+        history.reset();
         next_piece();
     }
 
@@ -414,6 +432,12 @@ struct MapRead : std::enable_shared_from_this<MapRead<Exec, Done>> {
     }
 
     void read_piece(const Piece& piece, std::size_t from) {
+        if (!history) history = piece.history;
+        if (*history != piece.history) {  // recovered since the first piece: read it again
+            if (attempt < read_attempts) return start();
+            return done(Failure(errc::changes_trimmed, "event " + step.event +
+                                                           " was recovered while its seats were read"));
+        }
         ZoneState& z = map.zones[zone];
         if (piece.version >= counts_versions[zone]) {
             z.free = piece.free;
@@ -435,6 +459,7 @@ struct MapRead : std::enable_shared_from_this<MapRead<Exec, Done>> {
 
     // Every piece at one version already, or the changes after the oldest one.
     void catch_up() {
+        map.history = history.value_or(0);
         if (lowest >= highest) {
             map.version = highest;
             return done(std::move(map));
@@ -443,7 +468,7 @@ struct MapRead : std::enable_shared_from_this<MapRead<Exec, Done>> {
     }
 
     void fetch(EventVersion after) {
-        exec.call(changes_call(exec.context(), op::changes{step.event, after, changes_per_call}),
+        exec.call(changes_call(exec.context(), op::changes{step.event, after, map.history, changes_per_call}),
                   [read = this->shared_from_this()](Result<ChangePage> page) {
                       if (page.is(errc::changes_trimmed) && read->attempt < read_attempts) {
                           return read->start();

@@ -3,14 +3,16 @@
 -- runs. At most `limit` changes, but never part of one step (a bigger step comes whole,
 -- alone).
 -- KEYS: the event keys
---! ARGV prefix event after limit log_limit
+--! ARGV prefix event after history limit log_limit
 -- Returns {1, version, more, {zone, capacity, ...}, {entry version, groups, {head, seats}
--- per group, ...}}: the log's entries after `after` as stored (a group's head "<zone>
+-- per group, ...}, history}: the log's entries after `after` as stored (a group's head "<zone>
 -- <held> <paid> <state> <expires>", its seats the MessagePack of slot-seat pairs, empty for
 -- the zone's counts alone) with the capacity of each zone they name; applying them to the
 -- state at `after` gives the state at `version`; more is 1 when later changes exist. Or a
 -- refusal: unknown_event (also while hidden), invalid_argument for `after` above the
--- event's version, changes_trimmed when the log no longer holds every change after it. The log holds the changes of its last log_limit
+-- event's version, changes_trimmed when the log no longer holds every change after it or
+-- `history` ('' for any) is not the event's (field h, '0' on an event stored before
+-- histories: a recovery since gave it another, event_show.lua). The log holds the changes of its last log_limit
 -- entries: XADD trims it approximately (common_records.lua), so entries older than those
 -- may still be stored, and are not answered; it holds those after the version just before
 -- its oldest stored entry once it was ever trimmed, and none from before a recovery (field
@@ -21,12 +23,17 @@ arg_log(@log_limit, K)
 local event = ARGV[@event]
 local after = arg_int(@after, 'version after', 0, 2 ^ 53 - 1)
 local limit = arg_int(@limit, 'limit', 1, MAX_PLACES)
+local history = arg_history(@history, true)
 check_keys(K)
 
 local now = now_ms()
-local ev = call('HMGET', K.event, 'id', 'due', 'ver', 'lr')
+local ev = call('HMGET', K.event, 'id', 'due', 'ver', 'lr', 'h')
 if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
-if sweep(K, now, ev[2]) then ev = call('HMGET', K.event, 'id', 'due', 'ver', 'lr') end
+if sweep(K, now, ev[2]) then ev = call('HMGET', K.event, 'id', 'due', 'ver', 'lr', 'h') end
+if history and (ev[5] or '0') ~= history then
+  return refuse('changes_trimmed', 'event ' .. event .. ' was recovered since the version ' ..
+    digits(after) .. ' was read (another history): read its seats again', {event})
+end
 local version = ev[3] and ev[3] + 0 or 0
 if after > version then
   return refuse('invalid_argument', 'version ' .. digits(after) .. ' is above event ' .. event ..
@@ -110,4 +117,4 @@ for zone, capacity in pairs(capacities) do
   zones[#zones + 1] = zone
   zones[#zones + 1] = capacity
 end
-return {1, last, more, zones, out}
+return {1, last, more, zones, out, ev[5] or '0'}

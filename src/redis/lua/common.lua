@@ -145,6 +145,18 @@ local function arg_int(i, what, min, max)
   return n
 end
 
+-- ARGV[i] as an event's history (EventHistory): decimal digits, below 2^63, kept as text
+-- (Lua's numbers would round it). Compared as text with the event hash's field h. With
+-- `optional`, '' too (no history: false).
+local function arg_history(i, optional)
+  local v = ARGV[i]
+  if optional and v == '' then return false end
+  if not (v and #v <= 19 and find(v, '^%d+$')) then
+    malformed('history is not an integer below 2^63 (ARGV[' .. i .. '])')
+  end
+  return v
+end
+
 local function arg_flag(i, what)
   local v = ARGV[i]
   if v ~= '0' and v ~= '1' then malformed(what .. ' is not 0 or 1 (ARGV[' .. i .. '])') end

@@ -4,9 +4,10 @@
 -- every call on it answers unknown_event until event_show.lua writes it. With
 -- 'hide_existing' instead, an existing event (of the same spec) is hidden too, as it
 -- stands, and its version raised by one (a rollback detected: Recovery::rolled_back).
--- A new event's version is 0 (no field ver).
+-- A new event's version is 0 (no field ver); its history (field h) is `history`, which
+-- the caller draws.
 -- KEYS: event:{e}, then for each zone: free:<zone>, seats:<zone>
---! ARGV prefix event name zone_count zones...
+--! ARGV prefix event history name zone_count zones...
 -- then from @zones, for each zone:
 --       id, kind (named|general_admission), n (seats or capacity),
 --       and for named zones n pairs of seat id, row ('' when the zone has no rows),
@@ -16,6 +17,7 @@
 -- and whether this call hid an existing event.
 local K = arg_event(@prefix, @event)
 local event = ARGV[@event]
+local history = arg_history(@history)
 local name = ARGV[@name]
 if type(name) ~= 'string' or #name > 256 then malformed('event name (ARGV[@name])') end
 local zone_count = arg_int(@zone_count, 'zone count', 1, 10000)
@@ -77,10 +79,10 @@ end
 
 -- Each zone's record is a field of the event hash (common.lua); the seat index and the
 -- free set are keys of their own.
-local fields = {'spec', spec}
+local fields = {'spec', spec, 'h', history}
 if not hidden then
-  fields[3] = 'id'
-  fields[4] = event
+  fields[5] = 'id'
+  fields[6] = event
 end
 for _, zone in ipairs(zones) do
   local id, kind = zone[1], zone[2]

@@ -10,9 +10,10 @@
 -- KEYS: the event keys
 --! ARGV prefix event log_limit zone seats...
 -- seats: seat ids of the zone, in any number up to 1,000 (none: the counts alone)
--- Returns {1, version, free, held, paid, {state, expires_ms, ...}} with one state per seat
--- asked (0 free, 1 held, 2 paid; expires_ms when held, else 0), or unknown_event (also
--- while hidden) or unknown_zone.
+-- Returns {1, version, free, held, paid, {state, expires_ms, ...}, history} with one state
+-- per seat asked (0 free, 1 held, 2 paid; expires_ms when held, else 0) and the event's
+-- history (field h, '0' on an event stored before histories), or unknown_event (also while
+-- hidden) or unknown_zone.
 local K = arg_event(@prefix, @event)
 arg_log(@log_limit, K)
 local event, zone = ARGV[@event], ARGV[@zone]
@@ -24,9 +25,9 @@ check_keys(K)
 
 local now = now_ms()
 local zone_field = 'z:' .. zone
-local ev = call('HMGET', K.event, 'id', 'due', zone_field, 'ver')
+local ev = call('HMGET', K.event, 'id', 'due', zone_field, 'ver', 'h')
 if not ev[1] then return refuse('unknown_event', 'no event ' .. event, {event}) end
-if sweep(K, now, ev[2]) then ev = call('HMGET', K.event, 'id', 'due', zone_field, 'ver') end
+if sweep(K, now, ev[2]) then ev = call('HMGET', K.event, 'id', 'due', zone_field, 'ver', 'h') end
 if not ev[3] then return refuse('unknown_zone', 'event ' .. event .. ' has no zone ' .. zone, {zone}) end
 local free, held, paid = zone_counts_now(K, zone)
 local states = {}
@@ -49,4 +50,4 @@ if n > 0 then
     end
   end
 end
-return {1, ev[4] and ev[4] + 0 or 0, free, held, paid, states}
+return {1, ev[4] and ev[4] + 0 or 0, free, held, paid, states, ev[5] or '0'}
