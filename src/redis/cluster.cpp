@@ -134,7 +134,8 @@ ClusterRouter::Node ClusterRouter::node(const std::string& host, int port) {
         RedisOptions o = options_;
         o.host = host;
         o.port = port;
-        pool = std::make_shared<ConnectionPool>(o, telemetry_, RedisEvent::Connection::pooled, tls_);
+        pool =
+            std::make_shared<ConnectionPool>(o, telemetry_, RedisEvent::Connection::pooled, tls_);
     }
     n.pool = pool;
     return n;

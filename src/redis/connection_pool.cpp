@@ -143,7 +143,9 @@ ConnectionPool::ConnectionPool(const RedisOptions& options, std::shared_ptr<Tele
       where_(where_of(options)),
       telemetry_(std::move(telemetry)),
       kind_(kind),
-      tls_(!options.tls.enabled ? nullptr : tls ? std::move(tls) : make_tls_context(options.tls)) {}
+      tls_(!options.tls.enabled ? nullptr
+           : tls                ? std::move(tls)
+                                : make_tls_context(options.tls)) {}
 
 void ConnectionPool::emit(RedisEvent::Kind kind, std::string reason) const {
     if (telemetry_ && telemetry_->observed()) telemetry_->emit(kind, kind_, where_, std::move(reason));

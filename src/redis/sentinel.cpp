@@ -47,8 +47,8 @@ SentinelRouter::SentinelRouter(const RedisOptions& options, std::shared_ptr<Tele
         o.password = options_.sentinel_password;
         o.db = 0;
         o.pool_size = 1;  // discoveries take turns
-        sentinel_pools_.push_back(
-            std::make_shared<ConnectionPool>(o, telemetry_, RedisEvent::Connection::discovery, tls_));
+        sentinel_pools_.push_back(std::make_shared<ConnectionPool>(
+            o, telemetry_, RedisEvent::Connection::discovery, tls_));
     }
 }
 
@@ -64,7 +64,8 @@ std::shared_ptr<ConnectionPool> SentinelRouter::pool_at(const std::string& host,
         RedisOptions o = options_;
         o.host = host;
         o.port = port;
-        pool = std::make_shared<ConnectionPool>(o, telemetry_, RedisEvent::Connection::pooled, tls_);
+        pool =
+            std::make_shared<ConnectionPool>(o, telemetry_, RedisEvent::Connection::pooled, tls_);
     }
     return pool;
 }

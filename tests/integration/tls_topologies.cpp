@@ -7,7 +7,28 @@
 // through both APIs on every primary of the cluster, a MOVED followed, a SENTINEL FAILOVER
 // followed, and a CA that did not sign the servers' certificates refused with
 // connection_failed on both. One cluster and one Sentinel setup for all the cases.
+#include <arpa/inet.h>
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/use_future.hpp>
+#include <chrono>
+#include <map>
+#include <seatlock/backends/redis.hpp>
+#include <seatlock/hold_store.hpp>
+#include <seatlock/lock_manager.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster.hpp"
 #include "conformance/async_api.hpp"
+#include "sentinel.hpp"
 #include "support/redis_admin.hpp"
 #include "support/redis_cluster.hpp"
 #include "support/redis_events.hpp"
@@ -15,30 +36,6 @@
 #include "support/redis_setup.hpp"
 #include "support/tls_admin.hpp"
 #include "support/tls_certificates.hpp"
-
-#include "cluster.hpp"
-#include "sentinel.hpp"
-
-#include <seatlock/backends/redis.hpp>
-#include <seatlock/hold_store.hpp>
-#include <seatlock/lock_manager.hpp>
-
-#include <boost/asio/use_future.hpp>
-#include <doctest/doctest.h>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <chrono>
-#include <map>
-#include <set>
-#include <string>
-#include <thread>
-#include <vector>
 
 namespace tls_topologies {
 
@@ -67,8 +64,12 @@ struct TlsSentinel {
     RedisSentinel setup{RedisSentinel::Layout{std::chrono::milliseconds(3000), {}, &tls}};
 };
 
-TlsCluster& cluster() { return seatlock::testing::shared<TlsCluster>(); }
-TlsSentinel& sentinel() { return seatlock::testing::shared<TlsSentinel>(); }
+TlsCluster& cluster() {
+    return seatlock::testing::shared<TlsCluster>();
+}
+TlsSentinel& sentinel() {
+    return seatlock::testing::shared<TlsSentinel>();
+}
 
 // `url` trusting the CA file `ca` of `certs`; generous timeouts (sanitizer builds are slow).
 seatlock::RedisOptions options(const std::string& url, const TlsCertificates& certs,
@@ -82,9 +83,13 @@ seatlock::EventSpec event(const std::string& id) {
     return {id, "TLS", {seatlock::ZoneSpec::named("lower", list)}};
 }
 
-std::string text(const redisReply* r) { return {r->str, r->len}; }
+std::string text(const redisReply* r) {
+    return {r->str, r->len};
+}
 
-RedisAdmin admin(int port) { return RedisAdmin(port, {}, cluster().cluster.admin_connector()); }
+RedisAdmin admin(int port) {
+    return RedisAdmin(port, {}, cluster().cluster.admin_connector());
+}
 
 // The cluster's primaries as CLUSTER SLOTS says (over TLS): slot ranges -> port, port -> id.
 struct SlotMap {
@@ -124,13 +129,15 @@ void move_slot(int slot, int source, int target) {
     for (;;) {
         const auto keys = from.command({"CLUSTER", "GETKEYSINSLOT", slot_text, "100"});
         if (keys->elements == 0) break;
-        std::vector<std::string> migrate{"MIGRATE", "127.0.0.1", std::to_string(target), "", "0", "5000", "KEYS"};
+        std::vector<std::string> migrate{"MIGRATE", "127.0.0.1", std::to_string(target), "", "0",
+                                         "5000",    "KEYS"};
         for (std::size_t i = 0; i < keys->elements; ++i) migrate.push_back(text(keys->element[i]));
         const auto r = from.command(migrate);
         REQUIRE_MESSAGE(r->type != REDIS_REPLY_ERROR, text(r.get()));
     }
     for (const auto& entry : map.ids)
-        RedisAdmin(entry.first, {}, connect).expect_ok({"CLUSTER", "SETSLOT", slot_text, "NODE", map.ids.at(target)});
+        RedisAdmin(entry.first, {}, connect)
+            .expect_ok({"CLUSTER", "SETSLOT", slot_text, "NODE", map.ids.at(target)});
 }
 
 // What a PING sent in clear to 127.0.0.1:`port` gets back within a second: a TLS port
@@ -198,7 +205,8 @@ constexpr const char* not_verified = "did not verify: self-signed certificate in
 TEST_CASE("rediss+cluster: every node serving TLS only") {
     SUBCASE("a CA that did not sign the nodes' certificates is connection_failed naming why") {
         auto& c = cluster();
-        seatlock::RedisBackend backend(options(c.cluster.url(), c.certs, "tls-wrong-ca", "other-ca.crt"));
+        seatlock::RedisBackend backend(
+            options(c.cluster.url(), c.certs, "tls-wrong-ca", "other-ca.crt"));
         seatlock::SeatHoldStore store(backend, no_limit());
         seatlock::testing::AsyncStore<seatlock::RedisBackend> async_store(backend, no_limit());
         auto ping = backend.ping();
@@ -212,7 +220,8 @@ TEST_CASE("rediss+cluster: every node serving TLS only") {
         REQUIRE(async.is(errc::connection_failed));
         CHECK(async.error().detail.find(not_verified) != std::string::npos);
     }
-    SUBCASE("holds and locks on every primary through both APIs, a MOVED followed, nothing in clear") {
+    SUBCASE(
+        "holds and locks on every primary through both APIs, a MOVED followed, nothing in clear") {
         auto& c = cluster();
         check_tls_only(c.cluster.ports(), c.cluster.admin_connector());
         seatlock::testing::EventLog log;
@@ -262,14 +271,15 @@ TEST_CASE("rediss+cluster: every node serving TLS only") {
         const int source = map.port_of(slot);
         const int target = std::next(event_on.begin())->first;
         move_slot(slot, source, target);
-        std::this_thread::sleep_for(200ms);  // the map is refreshed after a MOVED unless it was moments ago
+        std::this_thread::sleep_for(
+            200ms);  // the map is refreshed after a MOVED unless it was moments ago
         log.clear();
         CHECK(store.hold(id, "after-move", seatlock::named_seats("lower", {"A-3"})));
         CHECK(async_store.hold(id, "after-move-async", seatlock::named_seats("lower", {"A-4"})));
         INFO(log.describe());
         CHECK(log.wait_for([&](const RedisEvent& e) {
-            return e.kind == RedisEvent::Kind::redirected && e.reason == "MOVED" && e.slot == slot &&
-                   e.node == "127.0.0.1:" + std::to_string(target);
+            return e.kind == RedisEvent::Kind::redirected && e.reason == "MOVED" &&
+                   e.slot == slot && e.node == "127.0.0.1:" + std::to_string(target);
         }));
         CHECK(store.seats(id, "lower").value().front().held == 2);
         CHECK(admin(target).integer({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}) > 0);
@@ -293,7 +303,9 @@ TEST_CASE("rediss+sentinel: every process serving TLS only") {
         REQUIRE(async.is(errc::connection_failed));
         CHECK(async.error().detail.find(not_verified) != std::string::npos);
     }
-    SUBCASE("calls of both APIs on the primary, then on the one a SENTINEL FAILOVER promoted, nothing in clear") {
+    SUBCASE(
+        "calls of both APIs on the primary, then on the one a SENTINEL FAILOVER promoted, nothing "
+        "in clear") {
         auto& s = sentinel();
         std::vector<int> ports = s.setup.sentinel_ports();
         for (const int port : s.setup.data_ports()) ports.push_back(port);

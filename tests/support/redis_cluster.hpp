@@ -77,7 +77,9 @@ public:
     }
 
     /// How RedisAdmin connects to its nodes: empty (hiredis), or over TLS.
-    AdminConnector admin_connector() const { return tls_only_ ? tls_only_->admin : AdminConnector(); }
+    AdminConnector admin_connector() const {
+        return tls_only_ ? tls_only_->admin : AdminConnector();
+    }
 
     /// SIGKILL of the node on `port`: no goodbye to its clients or to the cluster. The
     /// node stays down (its RedisServer reaps the process at the end).

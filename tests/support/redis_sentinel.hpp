@@ -63,8 +63,8 @@ public:
                                    service + " 1000\n" + "sentinel failover-timeout " + service +
                                    " " + std::to_string(layout.failover_timeout.count()) + "\n";
         for (int i = 0; i < sentinel_count; ++i) {
-            sentinels_.push_back(
-                std::make_unique<RedisServer>(std::vector<std::string>{"--sentinel"}, config, 0, tls));
+            sentinels_.push_back(std::make_unique<RedisServer>(
+                std::vector<std::string>{"--sentinel"}, config, 0, tls));
         }
         settle();
     }

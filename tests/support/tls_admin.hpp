@@ -5,10 +5,6 @@
 // readiness check (TlsOnly, redis_server.hpp). Programs that include it link OpenSSL.
 #pragma once
 
-#include "support/redis_admin.hpp"
-#include "support/redis_server.hpp"
-#include "support/tls_certificates.hpp"
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <openssl/ssl.h>
@@ -21,6 +17,10 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+
+#include "support/redis_admin.hpp"
+#include "support/redis_server.hpp"
+#include "support/tls_certificates.hpp"
 
 namespace seatlock::testing {
 
@@ -49,7 +49,8 @@ public:
         addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         addr.sin_port = htons(static_cast<std::uint16_t>(port));
         ssl_ = SSL_new(context_);
-        if (fd_ < 0 || !ssl_ || ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        if (fd_ < 0 || !ssl_ ||
+            ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
             SSL_set_fd(ssl_, fd_) != 1 || SSL_connect(ssl_) != 1) {
             clean_up();
             throw std::runtime_error("no TLS connection to port " + std::to_string(port));
@@ -94,14 +95,16 @@ private:
 /// announce to clients (CLUSTER SLOTS, MOVED, Sentinel's primary) are TLS ports.
 inline TlsOnly tls_only(const TlsCertificates& certs) {
     TlsOnly t;
-    t.server_arguments = {"--port",           "0",
-                          "--tls-port",       RedisServer::this_port,
-                          "--tls-cert-file",  certs.path("server.crt"),
-                          "--tls-key-file",   certs.path("server.key"),
+    // clang-format off: name and value on each line
+    t.server_arguments = {"--port",             "0",
+                          "--tls-port",         RedisServer::this_port,
+                          "--tls-cert-file",    certs.path("server.crt"),
+                          "--tls-key-file",     certs.path("server.key"),
                           "--tls-ca-cert-file", certs.path("ca.crt"),
                           "--tls-auth-clients", "no",
-                          "--tls-cluster",    "yes",
-                          "--tls-replication", "yes"};
+                          "--tls-cluster",      "yes",
+                          "--tls-replication",  "yes"};
+    // clang-format on
     t.cli_arguments = "--tls --cacert " + certs.path("ca.crt") + " --cert " +
                       certs.path("client.crt") + " --key " + certs.path("client.key");
     const TlsCertificates* from = &certs;
