@@ -120,8 +120,9 @@ std::string ClusterRouter::Node::address() const {
     return host + ":" + std::to_string(port);
 }
 
-ClusterRouter::ClusterRouter(const RedisOptions& options, std::shared_ptr<Telemetry> telemetry)
-    : options_(options), telemetry_(std::move(telemetry)) {
+ClusterRouter::ClusterRouter(const RedisOptions& options, std::shared_ptr<Telemetry> telemetry,
+                             std::shared_ptr<boost::asio::ssl::context> tls)
+    : options_(options), telemetry_(std::move(telemetry)), tls_(std::move(tls)) {
     owners_.fill(-1);
 }
 
@@ -133,7 +134,8 @@ ClusterRouter::Node ClusterRouter::node(const std::string& host, int port) {
         RedisOptions o = options_;
         o.host = host;
         o.port = port;
-        pool = std::make_shared<ConnectionPool>(o, telemetry_);
+        pool =
+            std::make_shared<ConnectionPool>(o, telemetry_, RedisEvent::Connection::pooled, tls_);
     }
     n.pool = pool;
     return n;

@@ -53,9 +53,12 @@ Result<std::optional<std::uint16_t>> common_slot(std::span<const std::string> ke
 class ClusterRouter {
 public:
     /// `telemetry` (may be null): its nodes' pools' counters and events, and the map's
-    /// (slots_refreshed, redirected).
+    /// (slots_refreshed, redirected). `tls`: with options.tls.enabled, the context of every
+    /// node's pool (ConnectionPool's), whose connections, CLUSTER SLOTS's included, are
+    /// then all TLS.
     explicit ClusterRouter(const RedisOptions& options,
-                           std::shared_ptr<Telemetry> telemetry = nullptr);
+                           std::shared_ptr<Telemetry> telemetry = nullptr,
+                           std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
     ClusterRouter(const ClusterRouter&) = delete;
     ClusterRouter& operator=(const ClusterRouter&) = delete;
 
@@ -130,6 +133,7 @@ private:
 
     const RedisOptions options_;
     const std::shared_ptr<Telemetry> telemetry_;
+    const std::shared_ptr<boost::asio::ssl::context> tls_;
     std::mutex mutex_;                                          // guards what follows
     std::map<std::string, std::shared_ptr<ConnectionPool>> pools_;  // by "host:port", kept
     std::vector<Node> primaries_;

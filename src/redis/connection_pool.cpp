@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: MIT
 // src/redis/connection_pool.cpp: hiredis connections, their (re)connection and the
-// classification of every way a command can fail.
+// classification of every way a command can fail; over TLS, pipelined connections waited on.
 #include "connection_pool.hpp"
 
 #include <hiredis/hiredis.h>
+
+#include "pipeline.hpp"
+#include "tls.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl/context.hpp>
 
 #include "seatlock_redis_scripts.hpp"
 
@@ -11,6 +17,7 @@
 #include <csignal>
 #include <cstring>
 #include <ctime>
+#include <optional>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -110,8 +117,14 @@ struct ConnectionPool::Connection {
     redisContext* ctx = nullptr;
     bool broken = false;  // must be reconnected before its next command
     bool up = false;      // connected, handshake done, and not broken since
+    // Over TLS instead of ctx: a pipelined connection whose handlers run on `io`, which
+    // only the thread holding the lease runs, while it waits for a reply.
+    std::unique_ptr<boost::asio::io_context> io;
+    std::unique_ptr<Pipeline> pipeline;
 
     ~Connection() {
+        pipeline.reset();  // before the io_context its pending handlers are on
+        io.reset();
         if (ctx) redisFree(ctx);
     }
     // Closes the socket at once, so that the server drops a half-sent command, while the
@@ -124,11 +137,15 @@ struct ConnectionPool::Connection {
 };
 
 ConnectionPool::ConnectionPool(const RedisOptions& options, std::shared_ptr<Telemetry> telemetry,
-                               RedisEvent::Connection kind)
+                               RedisEvent::Connection kind,
+                               std::shared_ptr<boost::asio::ssl::context> tls)
     : options_(options),
       where_(where_of(options)),
       telemetry_(std::move(telemetry)),
-      kind_(kind) {}
+      kind_(kind),
+      tls_(!options.tls.enabled ? nullptr
+           : tls                ? std::move(tls)
+                                : make_tls_context(options.tls)) {}
 
 void ConnectionPool::emit(RedisEvent::Kind kind, std::string reason) const {
     if (telemetry_ && telemetry_->observed()) telemetry_->emit(kind, kind_, where_, std::move(reason));
@@ -207,6 +224,16 @@ std::string where_of(const RedisOptions& options) {
 }
 
 Result<void> ConnectionPool::connect(Connection& c) {
+    if (tls_) {
+        // The pipeline connects (and reconnects) on its first request; it shares the pool's
+        // counters, and its events name the pool's kind of connection.
+        if (!c.pipeline) {
+            c.io = std::make_unique<boost::asio::io_context>(1);
+            c.pipeline = std::make_unique<Pipeline>(c.io->get_executor(), options_, tls_,
+                                                    telemetry_, counters_);
+        }
+        return {};
+    }
     if (c.ctx && !c.broken) {
         if (!closed_by_peer(c.ctx->fd)) return {};
         broke(c, errc::io_error, "the server closed the connection while it was idle");
@@ -306,6 +333,8 @@ Result<void> ConnectionPool::handshake(Connection& c) {
 }
 
 Result<ReplyPtr> ConnectionPool::Lease::command(std::span<const std::string_view> args) {
+    // The pipeline counts, times and reports its own calls.
+    if (connection_->pipeline) return send_over_tls(args);
     ConnectionCounters& counters = *pool_->counters_;
     counters.add(counters.in_flight);
     struct InFlight {
@@ -399,6 +428,23 @@ Result<ReplyPtr> ConnectionPool::Lease::send_and_read(std::span<const std::strin
     }
     counters.add(counters.reads);
     return ReplyPtr(static_cast<redisReply*>(raw));
+}
+
+// The command on the connection's pipeline, whose io_context this thread runs until the
+// answer (a reply or a failure) has been handed over; what is left pending (nothing, once
+// the connection is idle) runs on the next command's turn.
+Result<ReplyPtr> ConnectionPool::Lease::send_over_tls(std::span<const std::string_view> args) {
+    Connection& c = *connection_;
+    std::optional<Result<ReplyPtr>> answer;
+    c.pipeline->exec(std::vector<std::string>(args.begin(), args.end()),
+                     [&answer](Result<ReplyPtr> reply) { answer.emplace(std::move(reply)); });
+    c.io->restart();
+    while (!answer && c.io->run_one() > 0) {
+    }
+    if (answer) return std::move(*answer);
+    // Not reached: a request keeps its pipeline's io_context busy until it is answered.
+    return Failure(errc::io_error, std::string(args.front()) + " was not answered by Redis at " +
+                                       pool_->where_ + ": its connection stopped");
 }
 
 }  // namespace seatlock::redis_detail

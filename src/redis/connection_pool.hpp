@@ -1,6 +1,14 @@
 // SPDX-License-Identifier: MIT
-// src/redis/connection_pool.hpp: a pool of blocking hiredis connections shared by the
-// threads of one RedisBackend, and the mapping of transport failures to seatlock::errc.
+// src/redis/connection_pool.hpp: a pool of blocking connections shared by the threads of
+// one RedisBackend (hiredis, or over TLS a pipelined Asio connection each), and the mapping
+// of transport failures to seatlock::errc.
+//
+// Over TLS (RedisOptions::tls) every connection of the pool is a Pipeline on an io_context
+// of the connection's own, which the thread holding the lease runs while it waits for its
+// reply: the same blocking call, with no thread of its own, and never a byte in clear
+// (Debian 12's hiredis 0.14 has no TLS). The pipeline then connects, verifies, sends AUTH
+// and SELECT, reconnects and counts as pipeline.hpp says; the hiredis notes below are for
+// plain connections.
 //
 // A connection is (re)connected on the use after it broke, never in the background:
 // `redisReconnect` keeps host, port and connect timeout, and the command timeout, AUTH
@@ -28,6 +36,10 @@
 
 struct redisReply;
 
+namespace boost::asio::ssl {
+class context;
+}
+
 namespace seatlock::redis_detail {
 
 struct ReplyDeleter {
@@ -52,9 +64,12 @@ class ConnectionPool {
 public:
     /// `telemetry` null: no events, counters of its own (not listed anywhere).
     /// `kind`: how its counters and events name its connections.
+    /// `tls`: with options.tls.enabled, the context its connections share (null: one made
+    /// from options.tls, which throws as make_tls_context does); unused otherwise.
     explicit ConnectionPool(const RedisOptions& options,
                             std::shared_ptr<Telemetry> telemetry = nullptr,
-                            RedisEvent::Connection kind = RedisEvent::Connection::pooled);
+                            RedisEvent::Connection kind = RedisEvent::Connection::pooled,
+                            std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
     ~ConnectionPool();
     ConnectionPool(const ConnectionPool&) = delete;
     ConnectionPool& operator=(const ConnectionPool&) = delete;
@@ -69,7 +84,9 @@ public:
 
         /// Sends one command and waits for its reply. Transport failures are a Failure
         /// (timeout or io_error when the command was not sent completely,
-        /// outcome_unknown once it was); error replies are returned as replies.
+        /// outcome_unknown once it was; over TLS, as Pipeline tells them: connection_failed
+        /// or auth_failed when no connection could be made); error replies are returned as
+        /// replies.
         Result<ReplyPtr> command(std::span<const std::string_view> args);
 
         /// Reports that this connection's server was given the function library.
@@ -78,6 +95,7 @@ public:
     private:
         friend class ConnectionPool;
         Result<ReplyPtr> send_and_read(std::span<const std::string_view> args);
+        Result<ReplyPtr> send_over_tls(std::span<const std::string_view> args);
         Lease(ConnectionPool& pool, std::unique_ptr<Connection> connection);
         ConnectionPool* pool_;
         std::unique_ptr<Connection> connection_;
@@ -85,7 +103,8 @@ public:
 
     /// A connection ready for commands: waits while every connection is in use, connects
     /// when needed. connection_failed or auth_failed when the server cannot be reached
-    /// or refuses the credentials.
+    /// or refuses the credentials (over TLS the connection is made by the first command,
+    /// which then fails so).
     Result<Lease> lease();
 
 private:
@@ -100,6 +119,7 @@ private:
     const std::string where_;
     const std::shared_ptr<Telemetry> telemetry_;
     const RedisEvent::Connection kind_;
+    const std::shared_ptr<boost::asio::ssl::context> tls_;  // set exactly over TLS
     std::shared_ptr<ConnectionCounters> counters_;  // set by the first lease (under mutex_)
     std::mutex mutex_;
     std::condition_variable available_;

@@ -165,12 +165,12 @@ Driver::Driver(RedisOptions options, std::vector<boost::asio::any_io_executor> e
     : options_(std::move(options)),
       telemetry_(std::make_shared<Telemetry>(options_)),
       tls_(options_.tls.enabled ? make_tls_context(options_.tls) : nullptr),
-      pool_(options_, telemetry_),
+      pool_(options_, telemetry_, RedisEvent::Connection::pooled, tls_),
       external_io_(std::move(executors)) {
     if (!options_.cluster_nodes.empty())
-        cluster_ = std::make_unique<ClusterRouter>(options_, telemetry_);
+        cluster_ = std::make_unique<ClusterRouter>(options_, telemetry_, tls_);
     if (!options_.sentinels.empty())
-        sentinel_ = std::make_unique<SentinelRouter>(options_, telemetry_);
+        sentinel_ = std::make_unique<SentinelRouter>(options_, telemetry_, tls_);
 }
 
 Driver::~Driver() {
@@ -362,7 +362,7 @@ Result<ReplyPtr> Driver::fcall(const Script& script, const std::vector<std::stri
         std::atomic<int>& count;
         ~InFlight() { count.fetch_sub(1, std::memory_order_relaxed); }
     };
-    if (tls_) {
+    if (one_server_over_tls()) {
         auto shared_acks = std::make_shared<Acks>();
         auto reply = wait_over_tls(script_what(script), [&](Pipeline& p, Pipeline::Callback done) {
             std::shared_ptr<const std::vector<std::string>> wait;
@@ -471,7 +471,7 @@ void Driver::async_fcall(const Script& script, std::vector<std::string> keys,
 
 Result<ReplyPtr> Driver::command(std::vector<std::string_view> argv, const std::string& key) {
     const std::string what = "Redis " + std::string(argv.front());
-    if (tls_) {
+    if (one_server_over_tls()) {
         return wait_over_tls(what, [&](Pipeline& p, Pipeline::Callback done) {
             p.exec(std::vector<std::string>(argv.begin(), argv.end()),
                    [&what, done = std::move(done)](Result<ReplyPtr> r) {
@@ -539,7 +539,7 @@ Result<void> Driver::ping() {
         return reply;
     };
     if (closed_.load(std::memory_order_acquire)) return closed_failure("Redis PING");
-    if (tls_) {
+    if (one_server_over_tls()) {
         auto reply = wait_over_tls("Redis PING", [](Pipeline& p, Pipeline::Callback done) {
             p.exec({"PING"}, [done = std::move(done)](Result<ReplyPtr> r) {
                 if (r && (*r)->type != REDIS_REPLY_ERROR &&

@@ -74,9 +74,11 @@ public:
     /// answer goes to `acks`. An error reply comes back as the failure it stands for. With
     /// other blocking calls in flight (RedisOptions::pipeline_blocking_calls) it goes on
     /// the pipelined connections, so that the calls of many threads share writes and reads.
-    /// Over TLS every blocking call (this, command(), ping()) goes on a pipelined TLS
-    /// connection run by the driver's own thread, and waits: the pool's hiredis has no TLS.
-    /// Made on that thread it would wait for itself: it fails (invalid_argument) instead.
+    /// Over TLS to one server every blocking call (this, command(), ping()) goes on a
+    /// pipelined TLS connection run by the driver's own thread, and waits; made on that
+    /// thread it would wait for itself: it fails (invalid_argument) instead. Over TLS on a
+    /// cluster or behind Sentinel they go through the routers' pools, whose connections are
+    /// then TLS too (ConnectionPool), as CLUSTER SLOTS, SENTINEL and ROLE are.
     Result<ReplyPtr> fcall(const redis_scripts::Script& script,
                            const std::vector<std::string>& keys,
                            const std::vector<std::string>& args, Acks& acks);
@@ -123,14 +125,18 @@ private:
                                         const std::vector<std::string>& args, Acks& acks);
     Result<ReplyPtr> wait_over_tls(std::string_view what,
                                    const std::function<void(Pipeline&, Pipeline::Callback)>& send);
+    // Over TLS to one server (not a cluster, not Sentinel): blocking calls wait_over_tls.
+    [[nodiscard]] bool one_server_over_tls() const noexcept {
+        return tls_ && !cluster_ && !sentinel_;
+    }
 
     RedisOptions options_;
     // Events and counters, shared by every connection (which may outlive the driver by a
     // handler still pending: stopped by the destructor, so that no event is delivered
     // after it).
     std::shared_ptr<Telemetry> telemetry_;
-    // Over TLS (RedisOptions::tls): the context every pipeline's connections share. The
-    // pool is then never used.
+    // Over TLS (RedisOptions::tls): the context every connection shares, the pools' (the
+    // routers' and pool_, which one server over TLS never uses) and the pipelines'.
     std::shared_ptr<boost::asio::ssl::context> tls_;
     ConnectionPool pool_;                       // one server (unused on a cluster)
     std::unique_ptr<ClusterRouter> cluster_;    // set on a Redis Cluster

@@ -194,7 +194,7 @@ void Pipeline::State::complete(Request& r, Result<ReplyPtr> result) {
         if (telemetry->slow(took)) {
             RedisEvent event;
             event.kind = RedisEvent::Kind::slow_call;
-            event.connection = RedisEvent::Connection::pipelined;
+            event.connection = counters->connection;
             event.node = where;
             event.reason = r.named();
             event.took = std::chrono::duration_cast<std::chrono::microseconds>(took);
@@ -206,14 +206,14 @@ void Pipeline::State::complete(Request& r, Result<ReplyPtr> result) {
 }
 
 void Pipeline::State::emit(RedisEvent::Kind kind, std::string reason) const {
-    if (observed) telemetry->emit(kind, RedisEvent::Connection::pipelined, where, std::move(reason));
+    if (observed) telemetry->emit(kind, counters->connection, where, std::move(reason));
 }
 
 void Pipeline::State::disconnected(std::error_code code, const std::string& why) const {
     if (!observed) return;
     RedisEvent event;
     event.kind = RedisEvent::Kind::disconnected;
-    event.connection = RedisEvent::Connection::pipelined;
+    event.connection = counters->connection;
     event.node = where;
     event.reason = why;
     event.error = code;
@@ -221,11 +221,12 @@ void Pipeline::State::disconnected(std::error_code code, const std::string& why)
 }
 
 Pipeline::Pipeline(asio::any_io_executor executor, RedisOptions options,
-                   std::shared_ptr<asio::ssl::context> tls, std::shared_ptr<Telemetry> telemetry) {
+                   std::shared_ptr<asio::ssl::context> tls, std::shared_ptr<Telemetry> telemetry,
+                   std::shared_ptr<ConnectionCounters> counters) {
     if (options.tls.enabled && !tls) tls = make_tls_context(options.tls);
     if (!options.tls.enabled) tls.reset();
     state_ = std::make_shared<State>(std::move(executor), std::move(options), std::move(tls),
-                                     std::move(telemetry));
+                                     std::move(telemetry), std::move(counters));
 }
 
 Pipeline::~Pipeline() {

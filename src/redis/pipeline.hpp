@@ -66,10 +66,13 @@ public:
     /// client that its certificate was refused only after the handshake, and such a
     /// refusal must be connection_failed, not outcome_unknown for calls already written.
     /// `telemetry`: where its events go and its counters are listed (RedisBackend::stats());
-    /// null: no events, counters of its own (stats()).
+    /// null: no events, counters of its own (stats()). `counters`: the counters it adds to
+    /// instead of a `pipelined` entry of its own (a ConnectionPool's, over TLS: its events
+    /// then name that pool's kind of connection).
     Pipeline(boost::asio::any_io_executor executor, RedisOptions options,
              std::shared_ptr<boost::asio::ssl::context> tls = nullptr,
-             std::shared_ptr<Telemetry> telemetry = nullptr);
+             std::shared_ptr<Telemetry> telemetry = nullptr,
+             std::shared_ptr<ConnectionCounters> counters = nullptr);
 
     /// Safe from any thread, including from inside a callback. Every pending callback is
     /// called before the destructor returns, on the destructor's thread (written requests:

@@ -87,15 +87,17 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
     enum class Phase { down, waiting, connecting, handshaking, up };
 
     State(boost::asio::any_io_executor executor, RedisOptions o,
-          std::shared_ptr<boost::asio::ssl::context> tls, std::shared_ptr<Telemetry> t)
+          std::shared_ptr<boost::asio::ssl::context> tls, std::shared_ptr<Telemetry> t,
+          std::shared_ptr<ConnectionCounters> shared_counters)
         : options(std::move(o)),
           tls_context(std::move(tls)),
           where(where_of(options)),
           telemetry(std::move(t)),
           observed(telemetry && telemetry->observed()),
-          counters(telemetry ? telemetry->counters(RedisEvent::Connection::pipelined, where)
-                             : std::make_shared<ConnectionCounters>(
-                                   RedisEvent::Connection::pipelined, where)),
+          counters(shared_counters ? std::move(shared_counters)
+                   : telemetry     ? telemetry->counters(RedisEvent::Connection::pipelined, where)
+                                   : std::make_shared<ConnectionCounters>(
+                                     RedisEvent::Connection::pipelined, where)),
           strand(boost::asio::make_strand(std::move(executor))),
           queue(options, where),
           retry_timer(strand) {}
@@ -107,6 +109,7 @@ struct Pipeline::State : std::enable_shared_from_this<State> {
     // Events and counters (RedisBackend::stats()); null telemetry: counters of its own.
     const std::shared_ptr<Telemetry> telemetry;
     const bool observed;  // events are wanted: calls are timed, events made
+    // Its events name its connection as these do (pipelined, or a pool's kind).
     const std::shared_ptr<ConnectionCounters> counters;
     const Strand strand;
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // src/redis/redis_options.cpp: RedisOptions::from_url, for redis://[user:password@]host:port[/db]
 // (rediss:// the same over TLS),
-// redis+cluster://[user:password@]host:port[,host:port...],
-// redis+sentinel://[user:password@]host[:port][,host[:port]...]/service[/db] and
-// unix://[user:password@]/path[?db=N].
+// redis+cluster://[user:password@]host:port[,host:port...] (rediss+cluster:// over TLS),
+// redis+sentinel://[user:password@]host[:port][,host[:port]...]/service[/db]
+// (rediss+sentinel:// over TLS) and unix://[user:password@]/path[?db=N].
 #include <seatlock/backends/redis.hpp>
 #include <seatlock/keys.hpp>
 
@@ -30,10 +30,10 @@ Failure bad_url(std::string_view url, const std::string& why) {
                                   : scheme + "***@" + std::string(url.substr(at + 1, 80));
     return Failure(errc::invalid_argument,
                    "bad Redis URL '" + shown + "': " + why +
-                       " (expected redis://[user:password@]host:port[/db] (rediss:// for TLS), "
+                       " (expected redis://[user:password@]host:port[/db], "
                        "redis+cluster://[user:password@]host:port[,host:port...] or "
-                       "redis+sentinel://[user:password@]host:port[,host:port...]/service[/db] or "
-                       "unix://[user:password@]/path[?db=N])");
+                       "redis+sentinel://[user:password@]host:port[,host:port...]/service[/db], "
+                       "rediss for TLS in each, or unix://[user:password@]/path[?db=N])");
 }
 
 // A non-negative decimal number no larger than `max`; nullopt otherwise.
@@ -121,7 +121,7 @@ std::optional<std::string> apply_query(std::string_view query, RedisOptions& opt
             // Appended to, not prefixed: g++ 12 at -O3 warns (-Wrestrict) on a literal
             // prefixed to a temporary string here.
             std::string shown(name.substr(0, 40));
-            if (!options.tls.enabled) return shown.append(" needs a rediss:// URL");
+            if (!options.tls.enabled) return shown.append(" needs a rediss URL (TLS)");
             auto text = percent_decode(value);
             if (!text) return shown.append(": a bad %-escape");
             if (name == "tls_verify") {
@@ -211,29 +211,26 @@ Result<RedisOptions> RedisOptions::from_url(std::string_view url) {
     if (url.substr(0, unix_scheme.size()) == unix_scheme) {
         return from_unix_url(url, url.substr(unix_scheme.size()));
     }
-    // TLS to a cluster or through Sentinel would need the discovery connections (hiredis,
-    // which has no TLS in Debian 12's 0.14) on TLS too: refused rather than half in clear.
-    for (const std::string_view unsupported : {"rediss+cluster://", "rediss+sentinel://"}) {
-        if (url.substr(0, unsupported.size()) == unsupported) {
-            return bad_url(url, std::string(unsupported.substr(0, unsupported.size() - 3)) +
-                                    " is not supported: TLS is for one server only (rediss://)");
-        }
+    // rediss, rediss+cluster and rediss+sentinel: the same over TLS, every connection of
+    // the backend (the Cluster's slot map and Sentinel's discovery included).
+    const auto scheme_end = url.find("://");
+    std::string_view scheme =
+        scheme_end == std::string_view::npos ? std::string_view() : url.substr(0, scheme_end);
+    const bool tls = scheme.substr(0, 6) == "rediss";
+    if (tls) {
+        scheme.remove_prefix(6);
+    } else if (scheme.substr(0, 5) == "redis") {
+        scheme.remove_prefix(5);
+    } else {
+        scheme = "?";  // none of them
     }
-    constexpr std::string_view tls_scheme = "rediss://";
-    const bool tls = url.substr(0, tls_scheme.size()) == tls_scheme;
-    constexpr std::string_view scheme = "redis://";
-    constexpr std::string_view cluster_scheme = "redis+cluster://";
-    constexpr std::string_view sentinel_scheme = "redis+sentinel://";
-    const bool cluster = url.substr(0, cluster_scheme.size()) == cluster_scheme;
-    const bool sentinel = url.substr(0, sentinel_scheme.size()) == sentinel_scheme;
-    if (!cluster && !sentinel && !tls && url.substr(0, scheme.size()) != scheme) {
-        return bad_url(url, "it must start with redis://, rediss://, redis+cluster://, "
-                            "redis+sentinel:// or unix://");
+    const bool cluster = scheme == "+cluster";
+    const bool sentinel = scheme == "+sentinel";
+    if (!cluster && !sentinel && !scheme.empty()) {
+        return bad_url(url, "it must start with redis://, redis+cluster://, redis+sentinel:// "
+                            "(rediss for TLS) or unix://");
     }
-    std::string_view rest = url.substr(cluster    ? cluster_scheme.size()
-                                       : sentinel ? sentinel_scheme.size()
-                                       : tls      ? tls_scheme.size()
-                                                  : scheme.size());
+    std::string_view rest = url.substr(scheme_end + 3);
     if (rest.find('#') != std::string_view::npos) return bad_url(url, "fragments are not supported");
     // The query follows the credentials: a '?' of a password is not its start.
     const auto credentials_end = rest.rfind('@');
@@ -328,9 +325,6 @@ Result<void> RedisOptions::validate() const {
     const RedisTls& tls = o.tls;
     if (tls.enabled) {
         if (!o.unix_socket.empty()) return bad("tls is for TCP: not with unix_socket");
-        if (!o.cluster_nodes.empty() || !o.sentinels.empty()) {
-            return bad("tls is not supported with cluster_nodes or sentinels (one server only)");
-        }
         if (tls.cert_file.empty() != tls.key_file.empty()) {
             return bad("tls.cert_file and tls.key_file go together: give both or neither");
         }

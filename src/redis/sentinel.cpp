@@ -36,8 +36,9 @@ bool not_applied(const Result<ReplyPtr>& reply) {
 
 }  // namespace
 
-SentinelRouter::SentinelRouter(const RedisOptions& options, std::shared_ptr<Telemetry> telemetry)
-    : options_(options), telemetry_(std::move(telemetry)) {
+SentinelRouter::SentinelRouter(const RedisOptions& options, std::shared_ptr<Telemetry> telemetry,
+                               std::shared_ptr<boost::asio::ssl::context> tls)
+    : options_(options), telemetry_(std::move(telemetry)), tls_(std::move(tls)) {
     for (const auto& sentinel : options_.sentinels) {
         RedisOptions o = options_;
         o.host = sentinel.host;
@@ -46,8 +47,8 @@ SentinelRouter::SentinelRouter(const RedisOptions& options, std::shared_ptr<Tele
         o.password = options_.sentinel_password;
         o.db = 0;
         o.pool_size = 1;  // discoveries take turns
-        sentinel_pools_.push_back(
-            std::make_shared<ConnectionPool>(o, telemetry_, RedisEvent::Connection::discovery));
+        sentinel_pools_.push_back(std::make_shared<ConnectionPool>(
+            o, telemetry_, RedisEvent::Connection::discovery, tls_));
     }
 }
 
@@ -63,7 +64,8 @@ std::shared_ptr<ConnectionPool> SentinelRouter::pool_at(const std::string& host,
         RedisOptions o = options_;
         o.host = host;
         o.port = port;
-        pool = std::make_shared<ConnectionPool>(o, telemetry_);
+        pool =
+            std::make_shared<ConnectionPool>(o, telemetry_, RedisEvent::Connection::pooled, tls_);
     }
     return pool;
 }

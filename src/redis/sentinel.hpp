@@ -40,9 +40,12 @@ namespace seatlock::redis_detail {
 class SentinelRouter {
 public:
     /// `telemetry` (may be null): the pools' counters and events (the sentinels' as
-    /// discovery connections), and primary_changed.
+    /// discovery connections), and primary_changed. `tls`: with options.tls.enabled, the
+    /// context of every pool (ConnectionPool's): the sentinels', asked over TLS as the
+    /// data nodes are (a sentinel serves `tls-port` too), and the primaries'.
     explicit SentinelRouter(const RedisOptions& options,
-                            std::shared_ptr<Telemetry> telemetry = nullptr);
+                            std::shared_ptr<Telemetry> telemetry = nullptr,
+                            std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
     SentinelRouter(const SentinelRouter&) = delete;
     SentinelRouter& operator=(const SentinelRouter&) = delete;
 
@@ -90,6 +93,7 @@ private:
 
     const RedisOptions options_;
     const std::shared_ptr<Telemetry> telemetry_;
+    const std::shared_ptr<boost::asio::ssl::context> tls_;
     std::vector<std::shared_ptr<ConnectionPool>> sentinel_pools_;   // one connection each
     std::mutex mutex_;                                              // guards what follows
     std::map<std::string, std::shared_ptr<ConnectionPool>> pools_;  // by "host:port", kept

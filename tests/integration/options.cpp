@@ -81,8 +81,8 @@ TEST_CASE("bad URLs are invalid_argument naming the problem, never echoing the p
     const char* bad[] = {
         "",
         "http://localhost:6379",
-        "rediss+cluster://localhost:6379",
-        "rediss+sentinel://localhost:26379/mymaster",
+        "rediss+clusters://localhost:6379",
+        "redis+sentinels://localhost:26379/mymaster",
         "redis://localhost:6379?tls_ca_file=/ca.pem",
         "redis://",
         "redis://:6379",

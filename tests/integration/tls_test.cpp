@@ -87,7 +87,7 @@ void create_game(Store& store) {
 
 }  // namespace
 
-TEST_CASE("rediss:// URLs set tls and its options; TLS to a cluster or Sentinel is refused") {
+TEST_CASE("rediss URLs set tls and its options, for one server, a cluster or Sentinel") {
     auto plain = seatlock::RedisOptions::from_url("rediss://:pw@cache.example:6380/2").value();
     CHECK(plain.tls.enabled);
     CHECK(plain.tls.verify);
@@ -110,19 +110,34 @@ TEST_CASE("rediss:// URLs set tls and its options; TLS to a cluster or Sentinel 
     CHECK(full.replicas_to_ack == 1);
     CHECK_FALSE(seatlock::RedisOptions::from_url("redis://h:1").value().tls.enabled);
 
-    for (const char* url : {"rediss+cluster://h:1,h:2", "rediss+sentinel://h:26379/primary"}) {
-        CAPTURE(url);
-        auto refused = seatlock::RedisOptions::from_url(url);
-        REQUIRE(refused.is(errc::invalid_argument));
-        CHECK(refused.error().detail.find("is not supported") != std::string::npos);
-    }
+    auto cluster =
+        seatlock::RedisOptions::from_url("rediss+cluster://:pw@h:1,h:2?tls_ca_file=/ca.pem").value();
+    CHECK(cluster.tls.enabled);
+    CHECK(cluster.tls.ca_file == "/ca.pem");
+    CHECK(cluster.password == "pw");
+    REQUIRE(cluster.cluster_nodes.size() == 2);
+    CHECK(cluster.cluster_nodes[1].port == 2);
+    CHECK(cluster.validate());
+    auto sentinel = seatlock::RedisOptions::from_url(
+                        "rediss+sentinel://h:26379,h:26380/primary/3?tls_server_name=redis.internal")
+                        .value();
+    CHECK(sentinel.tls.enabled);
+    CHECK(sentinel.tls.server_name == "redis.internal");
+    CHECK(sentinel.sentinels.size() == 2);
+    CHECK(sentinel.sentinel_service == "primary");
+    CHECK(sentinel.db == 3);
+    CHECK(sentinel.validate());
+    CHECK_FALSE(seatlock::RedisOptions::from_url("redis+cluster://h:1").value().tls.enabled);
+    CHECK_FALSE(seatlock::RedisOptions::from_url("redis+sentinel://h:1/s").value().tls.enabled);
     for (const char* url : {"redis://h:1?tls_ca_file=/ca.pem", "rediss://h:1?tls_verify=maybe",
-                            "rediss://h:1?tls_ca_file=", "rediss://h:1?tls_colour=blue"}) {
+                            "rediss://h:1?tls_ca_file=", "rediss://h:1?tls_colour=blue",
+                            "redis+cluster://h:1?tls_ca_file=/ca.pem", "rediss+clusters://h:1",
+                            "rediss+unix:///run/redis.sock", "redisss://h:1"}) {
         CAPTURE(url);
         CHECK(seatlock::RedisOptions::from_url(url).is(errc::invalid_argument));
     }
-    // Options set by hand: TLS fields without TLS, half a client identity, TLS with a
-    // cluster or a Unix socket.
+    // Options set by hand: TLS fields without TLS, half a client identity, TLS with a Unix
+    // socket; TLS with a cluster or sentinels is accepted.
     auto refused = [](auto change) {
         seatlock::RedisOptions o;
         change(o);
@@ -133,9 +148,14 @@ TEST_CASE("rediss:// URLs set tls and its options; TLS to a cluster or Sentinel 
         o.tls.enabled = true;
         o.tls.cert_file = "/c.pem";
     }));
-    CHECK(refused([](seatlock::RedisOptions& o) {
+    CHECK_FALSE(refused([](seatlock::RedisOptions& o) {
         o.tls.enabled = true;
         o.cluster_nodes = {{"h", 1}};
+    }));
+    CHECK_FALSE(refused([](seatlock::RedisOptions& o) {
+        o.tls.enabled = true;
+        o.sentinels = {{"h", 26379}};
+        o.sentinel_service = "primary";
     }));
     CHECK(refused([](seatlock::RedisOptions& o) {
         o.tls.enabled = true;

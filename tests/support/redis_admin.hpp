@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
-// tests/support/redis_admin.hpp: a plain hiredis connection with which a test looks
-// at, and interferes with, the server behind RedisBackend's back: MONITOR, key snapshots,
+// tests/support/redis_admin.hpp: a plain hiredis connection (or, to a server that serves
+// TLS only, an AdminStream with hiredis's parser) with which a test looks at, and
+// interferes with, the server behind RedisBackend's back: MONITOR, key snapshots,
 // FUNCTION FLUSH, CLIENT KILL, DEBUG SLEEP, direct FCALLs.
 #pragma once
+
+#include "support/redis_server.hpp"
 
 #include <hiredis/hiredis.h>
 #include <sys/types.h>
@@ -28,7 +31,15 @@ public:
     };
     using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
 
-    explicit RedisAdmin(int port, const std::string& password = {}) {
+    /// `connector`: the connection is its stream (TLS), not hiredis's.
+    explicit RedisAdmin(int port, const std::string& password = {},
+                        const AdminConnector& connector = {}) {
+        if (connector) {
+            stream_ = connector(port);
+            reader_ = redisReaderCreate();
+            if (!password.empty()) expect_ok({"AUTH", password});
+            return;
+        }
         ctx_ = redisConnect("127.0.0.1", port);
         if (!ctx_ || ctx_->err) {
             const std::string why = ctx_ ? ctx_->errstr : "oom";
@@ -37,7 +48,10 @@ public:
         }
         if (!password.empty()) expect_ok({"AUTH", password});
     }
-    ~RedisAdmin() { redisFree(ctx_); }
+    ~RedisAdmin() {
+        if (ctx_) redisFree(ctx_);
+        if (reader_) redisReaderFree(reader_);
+    }
     RedisAdmin(const RedisAdmin&) = delete;
     RedisAdmin& operator=(const RedisAdmin&) = delete;
 
@@ -58,6 +72,16 @@ public:
             argv.push_back(a.data());
             lengths.push_back(a.size());
         }
+        if (stream_) {
+            char* formatted = nullptr;
+            const int n = redisFormatCommandArgv(&formatted, static_cast<int>(argv.size()),
+                                                 argv.data(), lengths.data());
+            if (n < 0) throw std::runtime_error("cannot format " + args.front());
+            const std::string bytes(formatted, static_cast<std::size_t>(n));
+            redisFreeCommand(formatted);
+            stream_->write(bytes);
+            return;
+        }
         redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lengths.data());
         for (int done = 0; !done;) {
             if (redisBufferWrite(ctx_, &done) != REDIS_OK) throw std::runtime_error(ctx_->errstr);
@@ -65,6 +89,16 @@ public:
     }
     Reply reply() {
         void* raw = nullptr;
+        if (stream_) {
+            for (;;) {
+                if (redisReaderGetReply(reader_, &raw) != REDIS_OK)
+                    throw std::runtime_error(reader_->errstr);
+                if (raw) return Reply(static_cast<redisReply*>(raw));
+                char buffer[4096];
+                const std::size_t n = stream_->read(buffer, sizeof buffer);
+                redisReaderFeed(reader_, buffer, n);
+            }
+        }
         if (redisGetReply(ctx_, &raw) != REDIS_OK) throw std::runtime_error(ctx_->errstr);
         return Reply(static_cast<redisReply*>(raw));
     }
@@ -109,6 +143,8 @@ public:
 
 private:
     redisContext* ctx_ = nullptr;
+    std::unique_ptr<AdminStream> stream_;  // instead of ctx_, with reader_
+    redisReader* reader_ = nullptr;
 };
 
 /// Watches the server with MONITOR and reports the commands clients sent, leaving out

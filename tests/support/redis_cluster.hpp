@@ -5,7 +5,8 @@
 // `redis-cli --cluster create`; waits until every node says cluster_state:ok, and stops
 // them all at the end. Never skips: a missing redis-server or redis-cli is an error that
 // says how to install it. A failover test asks for a short cluster-node-timeout (how long
-// a silent node takes to be declared failed) and kills a node with kill().
+// a silent node takes to be declared failed) and kills a node with kill(). The TLS tests
+// ask for nodes that serve TLS only (TlsOnly, tls_admin.hpp), and may do without replicas.
 #pragma once
 
 #include "support/redis_server.hpp"
@@ -26,10 +27,16 @@ class RedisCluster {
 public:
     static constexpr int primaries = 3;
 
-    /// `node_timeout`: the nodes' cluster-node-timeout.
-    explicit RedisCluster(std::chrono::milliseconds node_timeout = std::chrono::milliseconds(2000)) {
+    /// `node_timeout`: the nodes' cluster-node-timeout. `tls_only` (which must outlive the
+    /// cluster): every node serves TLS only, and redis-cli and url() speak it.
+    /// `replicas`: per primary.
+    explicit RedisCluster(std::chrono::milliseconds node_timeout = std::chrono::milliseconds(2000),
+                          const TlsOnly* tls_only = nullptr, int replicas = 1)
+        : tls_only_(tls_only) {
         cli_ = find_cli();
-        for (int i = 0; i < 2 * primaries; ++i) {
+        if (tls_only_) cli_ += " " + tls_only_->cli_arguments;
+        const int nodes = primaries * (1 + replicas);
+        for (int i = 0; i < nodes; ++i) {
             // The cluster bus port is given explicitly: port + 10000, Redis's default, may
             // be out of range or taken for the high ports free_port() returns (a bus port
             // taken at start makes RedisServer try other ports). A replica synchronises at
@@ -37,11 +44,12 @@ public:
             nodes_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{
                 "--cluster-enabled", "yes", "--cluster-port", RedisServer::another_free_port,
                 "--cluster-config-file", "nodes.conf", "--cluster-node-timeout",
-                std::to_string(node_timeout.count()), "--repl-diskless-sync-delay", "0"}));
+                std::to_string(node_timeout.count()), "--repl-diskless-sync-delay", "0"},
+                std::string(), 0, tls_only_));
         }
         std::string create = "--cluster create";
         for (const auto& node : nodes_) create += " 127.0.0.1:" + std::to_string(node->port());
-        create += " --cluster-replicas 1 --cluster-yes";
+        create += " --cluster-replicas " + std::to_string(replicas) + " --cluster-yes";
         const auto [status, output] = cli(create);
         if (status != 0) throw std::runtime_error("redis-cli --cluster create failed:\n" + output);
         wait_until_ok();
@@ -57,14 +65,20 @@ public:
         for (const auto& node : nodes_) out.push_back(node->port());
         return out;
     }
-    /// redis+cluster://127.0.0.1:<port>,... with every node as a seed.
+    /// redis+cluster://127.0.0.1:<port>,... with every node as a seed (rediss+cluster://
+    /// when its nodes serve TLS only).
     std::string url() const {
-        std::string out = "redis+cluster://";
+        std::string out = tls_only_ ? "rediss+cluster://" : "redis+cluster://";
         for (const auto& node : nodes_) {
             if (out.back() != '/') out += ',';
             out += "127.0.0.1:" + std::to_string(node->port());
         }
         return out;
+    }
+
+    /// How RedisAdmin connects to its nodes: empty (hiredis), or over TLS.
+    AdminConnector admin_connector() const {
+        return tls_only_ ? tls_only_->admin : AdminConnector();
     }
 
     /// SIGKILL of the node on `port`: no goodbye to its clients or to the cluster. The
@@ -109,7 +123,7 @@ private:
             for (const auto& node : nodes_) {
                 last = cli("-p " + std::to_string(node->port()) + " CLUSTER INFO").second;
                 if (last.find("cluster_state:ok") == std::string::npos ||
-                    last.find("cluster_known_nodes:" + std::to_string(2 * primaries)) ==
+                    last.find("cluster_known_nodes:" + std::to_string(nodes_.size())) ==
                         std::string::npos) {
                     ok = false;
                     break;
@@ -122,6 +136,7 @@ private:
                                  last);
     }
 
+    const TlsOnly* tls_only_;
     std::string cli_;
     std::vector<std::unique_ptr<RedisServer>> nodes_;
 };

@@ -38,28 +38,33 @@ public:
         /// Given the primary's port, the port the replica replicates from (e.g. a proxy's
         /// in front of the primary); none: the primary's own.
         std::function<int(int primary_port)> replica_source;
+        /// Every process, sentinels included, serves TLS only (tls_admin.hpp; it must
+        /// outlive the setup), and replicates and monitors over TLS; url() says rediss.
+        const TlsOnly* tls_only = nullptr;
     };
 
     RedisSentinel() : RedisSentinel(Layout{}) {}
 
-    explicit RedisSentinel(const Layout& layout) {
+    explicit RedisSentinel(const Layout& layout)
+        : admin_(layout.tls_only ? layout.tls_only->admin : AdminConnector()) {
+        const TlsOnly* tls = layout.tls_only;
         // A replica synchronises at once, not after the default 5 s wait for more replicas.
         const std::vector<std::string> at_once = {"--repl-diskless-sync-delay", "0"};
-        servers_.push_back(std::make_unique<RedisServer>(at_once));
+        servers_.push_back(std::make_unique<RedisServer>(at_once, std::string(), 0, tls));
         const int primary_port = servers_.front()->port();
         const std::string primary = std::to_string(primary_port);
         const std::string source =
             layout.replica_source ? std::to_string(layout.replica_source(primary_port)) : primary;
         auto replica = at_once;
         replica.insert(replica.end(), {"--replicaof", "127.0.0.1", source});
-        servers_.push_back(std::make_unique<RedisServer>(replica));
+        servers_.push_back(std::make_unique<RedisServer>(replica, std::string(), 0, tls));
         const std::string config = std::string("sentinel monitor ") + service + " 127.0.0.1 " +
                                    primary + " 2\n" + "sentinel down-after-milliseconds " +
                                    service + " 1000\n" + "sentinel failover-timeout " + service +
                                    " " + std::to_string(layout.failover_timeout.count()) + "\n";
         for (int i = 0; i < sentinel_count; ++i) {
-            sentinels_.push_back(
-                std::make_unique<RedisServer>(std::vector<std::string>{"--sentinel"}, config));
+            sentinels_.push_back(std::make_unique<RedisServer>(
+                std::vector<std::string>{"--sentinel"}, config, 0, tls));
         }
         settle();
     }
@@ -69,13 +74,15 @@ public:
 
     /// redis+sentinel://127.0.0.1:<port>,.../svc with every sentinel.
     std::string url() const {
-        std::string out = "redis+sentinel://";
+        std::string out = admin_ ? "rediss+sentinel://" : "redis+sentinel://";
         for (const auto& s : sentinels_) {
             if (out.back() != '/') out += ',';
             out += "127.0.0.1:" + std::to_string(s->port());
         }
         return out + "/" + service;
     }
+    /// How RedisAdmin connects to its processes: empty (hiredis), or over TLS.
+    const AdminConnector& admin_connector() const { return admin_; }
     std::vector<int> sentinel_ports() const {
         std::vector<int> out;
         for (const auto& s : sentinels_) out.push_back(s->port());
@@ -95,7 +102,7 @@ public:
         for (const auto& server : servers_) {
             if (server->port() != port) continue;
             server->restart();
-            RedisAdmin(port).expect_ok({"REPLICAOF", "127.0.0.1", std::to_string(primary_port())});
+            RedisAdmin(port, {}, admin_).expect_ok({"REPLICAOF", "127.0.0.1", std::to_string(primary_port())});
             return;
         }
         throw std::runtime_error("no data node on port " + std::to_string(port));
@@ -105,7 +112,7 @@ public:
     int primary_port() const {
         for (const auto& s : sentinels_) {
             try {
-                RedisAdmin sentinel(s->port());
+                RedisAdmin sentinel(s->port(), {}, admin_);
                 const auto r = sentinel.command({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", service});
                 if (r->type == REDIS_REPLY_ARRAY && r->elements == 2)
                     return std::stoi(std::string(r->element[1]->str, r->element[1]->len));
@@ -119,7 +126,7 @@ public:
     /// old primary is made its replica (its clients are disconnected). While the sentinel
     /// still winds up an earlier failover (INPROG), asks again, for up to 20 s.
     void failover() const {
-        RedisAdmin sentinel(sentinels_.front()->port());
+        RedisAdmin sentinel(sentinels_.front()->port(), {}, admin_);
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
         for (;;) {
             const auto r = sentinel.command({"SENTINEL", "FAILOVER", service});
@@ -135,7 +142,7 @@ public:
     /// SIGKILL of the data node on `port`: no goodbye to its clients. It stays down (its
     /// RedisServer reaps the process at the end).
     void kill(int port) const {
-        RedisAdmin node(port);
+        RedisAdmin node(port, {}, admin_);
         const std::string info = node.text({"INFO", "server"});
         const auto at = info.find("process_id:");
         if (at == std::string::npos) throw std::runtime_error("INFO server tells no process_id");
@@ -149,7 +156,7 @@ public:
     /// replica's first acknowledgement, so "state=online" alone does not mean it has it.)
     /// Whether it did within `timeout`.
     bool replicated(std::chrono::milliseconds timeout) const {
-        RedisAdmin node(primary_port());
+        RedisAdmin node(primary_port(), {}, admin_);
         node.expect_ok({"SET", "seatlock-test:replicated", "1"});
         return node.integer({"WAIT", "1", std::to_string(timeout.count())}) == 1;
     }
@@ -181,7 +188,7 @@ private:
     // What is not settled yet; empty when all is.
     std::string settled(bool alone) const {
         const int primary = primary_port();
-        RedisAdmin node(primary);
+        RedisAdmin node(primary, {}, admin_);
         const auto role = node.command({"ROLE"});
         if (role->type != REDIS_REPLY_ARRAY || text(role->element[0]) != "master")
             return "the node sentinels name is not a master yet";
@@ -192,7 +199,7 @@ private:
                        !replicated(std::chrono::milliseconds(100))))
             return "the replica is not in sync";
         for (const auto& s : sentinels_) {
-            RedisAdmin sentinel(s->port());
+            RedisAdmin sentinel(s->port(), {}, admin_);
             const auto named = sentinel.command({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", service});
             if (named->type != REDIS_REPLY_ARRAY || std::stoi(text(named->element[1])) != primary)
                 return "sentinels disagree on the primary";
@@ -221,6 +228,7 @@ private:
         return {};
     }
 
+    AdminConnector admin_;  // empty: hiredis; set: TLS
     std::vector<std::unique_ptr<RedisServer>> servers_;  // the first primary, then its replica
     std::vector<std::unique_ptr<RedisServer>> sentinels_;
 };

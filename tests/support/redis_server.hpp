@@ -8,6 +8,8 @@
 // runs many at once). The start therefore trusts only its own child: it counts the server
 // as started when the server answering on the port reports the child's process id
 // (INFO server), and starts again on another port when the child could not bind its own.
+// A server may also serve TLS only on its port (TlsOnly, made by tls_admin.hpp): its
+// readiness is then asked over TLS.
 #pragma once
 
 #include <arpa/inet.h>
@@ -15,7 +17,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
+#include <memory>
 #include <netinet/in.h>
 #include <stdexcept>
 #include <string>
@@ -23,11 +27,39 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <string_view>
 #include <thread>
 #include <unistd.h>
 #include <vector>
 
 namespace seatlock::testing {
+
+/// A test's own byte stream to a server, for servers hiredis cannot reach (TLS: made by
+/// tests/support/tls_admin.hpp). Both calls throw std::runtime_error when the stream broke.
+class AdminStream {
+public:
+    virtual ~AdminStream() = default;
+    virtual void write(std::string_view bytes) = 0;
+    /// Some bytes, at least one, into `buffer`.
+    virtual std::size_t read(char* buffer, std::size_t size) = 0;
+};
+/// Opens an AdminStream to the server on a loopback port; throws when it cannot.
+using AdminConnector = std::function<std::unique_ptr<AdminStream>(int port)>;
+
+/// What starts a server that serves TLS only (`port 0`: a connection in clear finds no one)
+/// and what looks at it: made by tls_admin.hpp's tls_only(), for RedisServer, RedisCluster
+/// and RedisSentinel.
+struct TlsOnly {
+    /// redis-server arguments: `--port 0` and TLS on RedisServer::this_port, with certificates.
+    std::vector<std::string> server_arguments;
+    /// redis-cli arguments that speak TLS to such a server.
+    std::string cli_arguments;
+    /// Admin connections (RedisAdmin) over TLS.
+    AdminConnector admin;
+    /// The process id the server on a port reports (INFO server) over TLS; 0 when nothing
+    /// answers so within a short time.
+    std::function<long(int port)> answering_pid;
+};
 
 /// The path of one of Redis's programs (redis-server, redis-cli); throws, saying who
 /// `needs` it and which Debian `package` has it, when it is not installed.
@@ -49,9 +81,16 @@ public:
     /// again on each attempt (e.g. a cluster node's bus port, {"--cluster-port",
     /// RedisServer::another_free_port}).
     /// `first_port`: the port tried first, when it is not 0 (tests of this start).
+    /// `tls_only`: the server serves TLS only, on port() (its arguments come after `extra`);
+    /// its readiness is asked over TLS.
     explicit RedisServer(std::vector<std::string> extra = {}, const std::string& config = {},
-                         int first_port = 0)
+                         int first_port = 0, const TlsOnly* tls_only = nullptr)
         : extra_(std::move(extra)) {
+        if (tls_only) {
+            extra_.insert(extra_.end(), tls_only->server_arguments.begin(),
+                          tls_only->server_arguments.end());
+            probe_ = tls_only->answering_pid;
+        }
         binary_ = find_binary();
         char pattern[] = "/tmp/seatlock-redis-XXXXXX";
         if (!::mkdtemp(pattern)) throw std::runtime_error("mkdtemp failed");
@@ -99,6 +138,8 @@ public:
 
     /// The placeholder for a port of its own among the constructor's `extra` arguments.
     static constexpr const char* another_free_port = "{another free port}";
+    /// The placeholder for port() itself among them (TLS on it, with `--port 0`).
+    static constexpr const char* this_port = "{this port}";
 
 private:
     static std::string find_binary() {
@@ -202,6 +243,8 @@ private:
         // A Unix socket beside the port, for the tests of RedisOptions::unix_socket.
         args.insert(args.end(), {"--unixsocket", unix_socket(), "--unixsocketperm", "700"});
         args.insert(args.end(), resolved_.begin(), resolved_.end());
+        for (auto& argument : args)
+            if (argument == this_port) argument = std::to_string(port);
         if (!config_file_.empty()) args.insert(args.begin() + 1, config_file_);
         std::string password;
         for (std::size_t i = 0; i + 1 < resolved_.size(); ++i)
@@ -231,7 +274,7 @@ private:
                     return Start::port_taken;
                 throw std::runtime_error("redis-server exited at start; see " + dir_ + "/redis.log");
             }
-            if (answering_pid(port, password) == pid_) return Start::ok;
+            if ((probe_ ? probe_(port) : answering_pid(port, password)) == pid_) return Start::ok;
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
         }
         stop();
@@ -243,6 +286,7 @@ private:
     std::string binary_;
     std::string dir_;
     std::string config_file_;  // empty: none
+    std::function<long(int port)> probe_;  // set: the readiness check (over TLS)
     int port_ = 0;
     pid_t pid_ = -1;
 };

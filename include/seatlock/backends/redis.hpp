@@ -27,8 +27,9 @@
 // Thread-safe: calls share a pool of up to `pool_size` connections; a broken connection
 // is reconnected on its next use, with the command timeout, AUTH and SELECT applied again.
 // Blocking calls made while others are in flight share the pipelined connections below
-// instead (RedisOptions::pipeline_blocking_calls). Over TLS (RedisOptions::tls, rediss://)
-// there is no pool: every blocking call is sent on a pipelined TLS connection and waits.
+// instead (RedisOptions::pipeline_blocking_calls). Over TLS to one server (RedisOptions::tls,
+// rediss://) there is no pool: every blocking call is sent on a pipelined TLS connection and
+// waits; on a Cluster or behind Sentinel each pooled connection is such a TLS connection.
 //
 // The asynchronous API (SeatHoldStore::async_*, LockManager::async_*) reaches Redis
 // through async_run instead: the same function calls, sent on `async_connections`
@@ -101,9 +102,9 @@ struct RedisEvent {
     };
     /// Which of the backend's connections it concerns.
     enum class Connection {
-        pooled,     ///< the blocking calls' pool (hiredis), per node
+        pooled,     ///< the blocking calls' pool (hiredis; over TLS, Asio), per node
         pipelined,  ///< a pipelined connection (Asio): the asynchronous API, shared
-                    ///< blocking calls, everything over TLS
+                    ///< blocking calls, everything over TLS to one server
         discovery,  ///< a connection that finds where calls go: to a sentinel, or the map
                     ///< of a Redis Cluster
     };
@@ -182,10 +183,11 @@ struct RedisNode {
 
 /// TLS to Redis (RedisOptions::tls; docs/redis.md, "TLS"). With `enabled`, every
 /// connection of the backend, blocking and asynchronous calls alike, is TLS over Boost.Asio
-/// and OpenSSL, with a fresh handshake per connection; nothing is ever sent in clear. One
-/// server only (host:port): not with cluster_nodes, sentinels or unix_socket.
+/// and OpenSSL, with a fresh handshake per connection; nothing is ever sent in clear. For
+/// one server, a Redis Cluster (every node, the slot map's CLUSTER SLOTS included) and
+/// Sentinel (the sentinels too, which must serve tls-port): not with unix_socket.
 struct RedisTls {
-    /// Speak TLS (a rediss:// URL sets it). false: plain TCP, and every other field must
+    /// Speak TLS (rediss://, rediss+cluster:// and rediss+sentinel:// URLs set it). false: plain TCP, and every other field must
     /// be left empty (a CA named without TLS is a mistake, not a wish for clear text).
     bool enabled = false;
     /// PEM file of the certificate authorities the server's certificate must chain to.
@@ -260,8 +262,9 @@ struct RedisOptions {
     /// round trip, the shortest. Results and errors are the asynchronous API's. false: every blocking call
     /// takes a pooled connection. Never with an executor given to the constructor (a call
     /// made on one of its threads would wait for that thread), nor for a call made on the
-    /// backend's own I/O thread: the pool then. With tls.enabled it does not apply: every
-    /// blocking call waits on a pipelined TLS connection (the pool's hiredis has no TLS).
+    /// backend's own I/O thread: the pool then. With tls.enabled to one server it does not
+    /// apply: every blocking call waits on a pipelined TLS connection (the pool's hiredis
+    /// has no TLS).
     bool pipeline_blocking_calls = true;
     /// The first part of every key: 1 to 128 printable characters, no space, no `{` or `}`.
     std::string prefix = "seatlock";
@@ -316,16 +319,16 @@ struct RedisOptions {
     /// rediss://[user:password@]host:port[/db]: redis:// over TLS (tls.enabled), whose query
     /// may also hold tls_ca_file, tls_ca_dir, tls_cert_file, tls_key_file,
     /// tls_server_name (percent-encoded paths and names) and tls_verify=yes|no.
-    /// rediss+cluster:// and rediss+sentinel:// are refused (invalid_argument): TLS to a
-    /// cluster or through Sentinel is not supported.
+    /// rediss+cluster:// and rediss+sentinel:// are redis+cluster:// and redis+sentinel://
+    /// over TLS, with the same query options.
     /// invalid_argument, naming what is wrong (never the password), for anything else.
     static Result<RedisOptions> from_url(std::string_view url);
 
     /// Whether these options can ever work: invalid_argument, naming the option, for an
     /// empty host, a bad port, pool_size or async_connections 0, non-positive timeouts, a
     /// replica_ack_timeout not below command_timeout, a prefix with braces or spaces, a
-    /// unix_socket path too long or given with cluster_nodes or sentinels, tls with a
-    /// cluster, Sentinel or a Unix socket, tls fields set without tls.enabled, a client
+    /// unix_socket path too long or given with cluster_nodes or sentinels, tls with a Unix
+    /// socket, tls fields set without tls.enabled, a client
     /// certificate without its key, a negative slow_call_threshold, an event_queue_limit
     /// of 0 or above 1,000,000, and the like.
     /// RedisBackend's constructor throws this failure as seatlock::Error. Never connects.
@@ -362,8 +365,9 @@ public:
     RedisBackend(const RedisBackend&) = delete;
     RedisBackend& operator=(const RedisBackend&) = delete;
 
-    /// One PING through the pool (over TLS, a pipelined connection): a clear error when the
-    /// server is unreachable, refuses the credentials or, over TLS, its certificate. On a cluster: learns the slot map and PINGs every primary.
+    /// One PING through the pool (over TLS to one server, a pipelined connection): a clear
+    /// error when the server is unreachable, refuses the credentials or, over TLS, its
+    /// certificate. On a cluster: learns the slot map and PINGs every primary.
     Result<void> ping();
     [[nodiscard]] const RedisOptions& options() const noexcept;
 
