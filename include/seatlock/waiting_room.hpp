@@ -47,8 +47,9 @@ namespace seatlock {
 template <RoomBackend B>
 class WaitingRoom {
 public:
-    /// How many visitors one admit() step admits, and lapses, at most by default: a step
-    /// stays short, and a timer calling admit() often keeps up with any rate.
+    /// How many visitors one admit() step admits, and lapses, at most (by default, and the
+    /// highest limit accepted): a step stays short, and a timer calling admit() often keeps
+    /// up with any rate.
     static constexpr std::size_t default_admit_limit = 1000;
     /// The highest admit_per_second accepted.
     static constexpr double max_admit_per_second = 1e6;
@@ -194,7 +195,8 @@ private:
 
     static Result<op::admit> prepare_admit(const std::string& room, std::size_t limit) {
         if (auto ok = validate_id("room", room); !ok) return std::move(ok).error();
-        if (limit < 1 || limit > 100000) return Failure(errc::invalid_argument, "admit limit must be in [1, 100000]");
+        if (limit < 1 || limit > default_admit_limit)
+            return Failure(errc::invalid_argument, "admit limit must be in [1, 1000]");
         return op::admit{room, limit};
     }
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # Writes OUTPUT, a C++ header holding one Redis function library (Redis 7 FUNCTION LOAD)
-# built from LUA_DIR: common.lua and common_records.lua, whose helpers are defined once
+# built from LUA_DIR: common.lua, common_records.lua and common_rooms.lua, whose helpers are defined once
 # when the library loads,
 # then one function per operation <op>.lua, whose text becomes the function's body.
 #   cmake -DLUA_DIR=... -DOPERATIONS=a,b,c -DOUTPUT=... -P embed_lua.cmake
@@ -84,6 +84,8 @@ endfunction()
 read_lua(${LUA_DIR}/common.lua common)
 read_lua(${LUA_DIR}/common_records.lua records)
 string(APPEND common "\n${records}")
+read_lua(${LUA_DIR}/common_rooms.lua rooms)
+string(APPEND common "\n${rooms}")
 # KEYS and ARGV: the running call's, set by each function before its body runs (a library
 # may not define globals; Redis runs one function at a time). The first call also binds
 # common.lua's locals for Lua's library functions (bind).
