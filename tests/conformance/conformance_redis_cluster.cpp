@@ -53,4 +53,5 @@ SEATLOCK_HOLD_CONFORMANCE(seatlock::testing::RedisClusterFixture, seatlock::test
 SEATLOCK_RETRY_CONFORMANCE(seatlock::testing::RedisClusterFixture, seatlock::testing::Async<seatlock::testing::RedisClusterFixture>);
 SEATLOCK_VERSION_CONFORMANCE(seatlock::testing::RedisClusterFixture, seatlock::testing::Async<seatlock::testing::RedisClusterFixture>);
 SEATLOCK_CHANGE_FEED_CONFORMANCE(seatlock::testing::RedisClusterFixture, seatlock::testing::Async<seatlock::testing::RedisClusterFixture>);
+SEATLOCK_ROOM_CONFORMANCE(seatlock::testing::RedisClusterFixture, seatlock::testing::Async<seatlock::testing::RedisClusterFixture>);
 SEATLOCK_MODEL_TEST(seatlock::testing::RedisClusterFixture, seatlock::testing::Async<seatlock::testing::RedisClusterFixture>);
