@@ -50,13 +50,6 @@ RoomConfig closed_room() {
             std::chrono::minutes(2), "bench-seed"};
 }
 
-double used_memory(Connection& admin) {
-    auto info = admin.command({"INFO", "memory"});
-    const std::string text(info->str, info->len);
-    const auto at = text.find("used_memory:");
-    return at == std::string::npos ? 0 : std::stod(text.substr(at + 12));
-}
-
 // Opens the room (its opening may move while it has not come), then times `n` position()
 // calls on visitors drawn at random.
 template <typename B>
@@ -109,7 +102,7 @@ WaitingRoomRow on_redis(long visitors) {
     RedisBackend backend(options, io.get_executor());
     WaitingRoom room(backend, bench_key());
     detail::require(room.configure("bench", closed_room()), "configure");
-    const double before = used_memory(admin);
+    const auto before = used_memory(admin);
     std::atomic<long> next{0};
     std::string failure;
     std::function<void()> send = [&] {
@@ -126,7 +119,7 @@ WaitingRoomRow on_redis(long visitors) {
     row.joins_per_second = static_cast<double>(visitors) /
                            std::chrono::duration<double>(Clock::now() - start).count();
     if (!failure.empty()) throw std::runtime_error("join: " + failure);
-    row.bytes_per_visitor = (used_memory(admin) - before) / static_cast<double>(visitors);
+    row.bytes_per_visitor = static_cast<double>(used_memory(admin) - before) / static_cast<double>(visitors);
     RedisBackend blocking(options);
     WaitingRoom positions(blocking, bench_key());
     time_positions(positions, visitors, row, timed_positions);

@@ -8,6 +8,7 @@
 #include "lock_conformance.hpp"
 #include "model_test.hpp"
 #include "retry_conformance.hpp"
+#include "room_conformance.hpp"
 #include "version_conformance.hpp"
 #include "redis_fixture.hpp"
 #include "support/redis_admin.hpp"

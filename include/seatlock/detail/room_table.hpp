@@ -20,12 +20,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -96,8 +98,7 @@ public:
             const double key = in_draw ? draw_key(room.seed, o.visitor)
                                        : static_cast<double>(++room.arrivals);
             room.visitors.push_back(Visitor{key, now_ms, 0, State::waiting, in_draw});
-            room.names.push_back(o.visitor);
-            room.index.emplace(o.visitor, id);
+            room.index.emplace(room.names.emplace_back(o.visitor), id);
             room.line.insert({key, id});
             return QueueTicket{o.room, o.visitor, to_wall_(now_ms), in_draw, false};
         });
@@ -213,8 +214,10 @@ private:
         double credit = 0;           // admissions the rate allows now
         std::int64_t credit_at = 0;  // when credit was last counted
         std::uint64_t arrivals = 0;  // visitors who joined after opening
-        std::unordered_map<std::string, std::uint32_t> index;
-        std::vector<std::string> names;
+        // Each visitor's id is stored once, in `names` (a deque: its strings never move, so
+        // the index's views into them stay valid).
+        std::deque<std::string> names;
+        std::unordered_map<std::string_view, std::uint32_t> index;
         std::vector<Visitor> visitors;
         Line line;
         std::set<std::pair<std::int64_t, std::uint32_t>> active;  // by deadline
