@@ -3,11 +3,11 @@
 //
 // A backend runs each operation of seatlock/operations.hpp as ONE atomic step against its
 // storage (one Lua function call on Redis, one critical section in memory): it provides
-// `Result<T> run(const op::X&)` for every operation X of op::lock_ops (a LockBackend) or
-// op::hold_ops (a HoldBackend), op::room_ops (a RoomBackend). Policy, validation, token generation, waiting and retries
-// live in the front classes (LockManager, SeatHoldStore); a backend only applies commands
-// that are already checked. Time (lease and hold expiry) is the backend's own clock, never
-// the caller's.
+// `Result<T> run(const op::X&)` for every operation X of op::lock_ops (a LockBackend),
+// op::hold_ops (a HoldBackend) or op::room_ops (a RoomBackend). Policy, validation, token
+// generation, waiting and retries live in the front classes (LockManager, SeatHoldStore,
+// WaitingRoom); a backend only applies commands that are already checked. Time (lease and
+// hold expiry, a room's opening) is the backend's own clock, never the caller's.
 //
 //     static_assert(seatlock::Backend<MyBackend>);   // fails while one operation is missing
 #pragma once

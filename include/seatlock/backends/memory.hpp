@@ -44,7 +44,8 @@ public:
         requires requires(detail::RoomTable& t, const O& o) { t.run(o, std::int64_t{}); }
     op::result_of<O> run(const O& operation) {
         using namespace std::chrono;
-        return rooms_.run(operation, duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count());
+        const auto wall = system_clock::now().time_since_epoch();
+        return rooms_.run(operation, duration_cast<milliseconds>(wall).count());
     }
 
     /// Forgets every event, hold and order (locks stay), as a storage restarted without
