@@ -5,7 +5,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <atomic>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
@@ -103,15 +103,17 @@ WaitingRoomRow on_redis(long visitors) {
     WaitingRoom room(backend, bench_key());
     detail::require(room.configure("bench", closed_room()), "configure");
     const auto before = used_memory(admin);
-    std::atomic<long> next{0};
+    long next = 0;
     std::string failure;
     std::function<void()> send = [&] {
         const long i = next++;
         if (i >= visitors) return;
-        room.async_join("bench", visitor(i), [&](Result<QueueTicket> t) {
-            if (!t && failure.empty()) failure = t.error().message();
-            send();
-        });
+        // Completed on `io`'s thread, which run() keeps busy until the last join answered.
+        room.async_join("bench", visitor(i),
+                        boost::asio::bind_executor(io, [&](Result<QueueTicket> t) {
+                            if (!t && failure.empty()) failure = t.error().message();
+                            send();
+                        }));
     };
     const auto start = Clock::now();
     for (int k = 0; k < joins_in_flight; ++k) send();
