@@ -140,6 +140,8 @@ void write_json(const Results& results) {
             doc["seat_map_read"] = {{"not_run", results.seat_map->not_run}};
     }
     if (results.tls && results.tls->wanted) doc["tls"] = tls_json(*results.tls);
+    if (results.waiting_room && results.waiting_room->wanted)
+        doc["waiting_room"] = waiting_room_json(*results.waiting_room);
     doc["ratios"] = std::move(ratios);
     doc["problems"] = boost::json::value_from(results.problems);
     const std::filesystem::path path(o.out);

@@ -14,6 +14,7 @@
 #include "seat_map_scenario.hpp"
 #include "tls_scenario.hpp"
 #include "viewers.hpp"
+#include "waiting_room_scenario.hpp"
 
 namespace seatlock::bench {
 
@@ -27,6 +28,7 @@ struct Results {
     const ViewersResult* viewers;             ///< the viewers scenario, when it ran
     const SeatMapRead* seat_map;              ///< the seat_map_read scenario, when it ran
     const TlsResult* tls = nullptr;           ///< the tls scenario, when it ran
+    const WaitingRoomResult* waiting_room = nullptr;  ///< the waiting_room scenario, when it ran
 };
 
 /// Writes `results` to options.out (creating its directory) and says where; nothing when

@@ -9,6 +9,7 @@
 #include "scenarios.hpp"
 #include "seat_map_scenario.hpp"
 #include "tls_scenario.hpp"
+#include "waiting_room_scenario.hpp"
 #include "viewers.hpp"
 
 namespace seatlock::bench {
@@ -27,6 +28,8 @@ const std::string_view usage =
     "               seat_map_read: the longest Redis call while a 100,000-seat venue's map is\n"
     "               read (seatlock-seat-map-bench, run to its end)\n"
     "               tls: lock and hold pairs, 64 in flight, over TLS and TCP (tls_scenario.hpp)\n"
+    "               waiting_room: 1,000,000 visitors join a WaitingRoom: joins/s, memory per\n"
+    "               visitor, position() latency (waiting_room_scenario.hpp)\n"
     "  --backend    memory redis redis-cluster by-hand floor raw node-redlock (default: all);\n"
     "               redis-cluster: a private Redis Cluster of 3 primaries and 3 replicas,\n"
     "               one event per caller (hold3+release only, at 64 callers unless --callers);\n"
@@ -55,7 +58,9 @@ std::vector<std::string> split(const std::string& list) {
 }
 
 bool is_scenario(const std::string& name) {
-    if (name == viewers_scenario || name == seat_map_scenario || name == tls_scenario) return true;
+    if (name == viewers_scenario || name == seat_map_scenario || name == tls_scenario ||
+        name == waiting_room_scenario)
+        return true;
     return std::any_of(scenarios.begin(), scenarios.end(),
                        [&](const auto& s) { return s.name == name; });
 }

@@ -49,11 +49,12 @@ set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_DESCRIPTION
     "The C++20 headers of seatlock (locks, holds, the memory and fake backends,\nthe asynchronous API on Boost.Asio), its CMake package (find_package(seatlock))\nand pkg-config file (seatlock.pc), and the Redis backend to link.")
 if(NOT DEFINED CPACK_DEBIAN_DEV_PACKAGE_DEPENDS)
-  set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libboost1.81-dev")
+  # libssl-dev: the headers' waiting room uses libcrypto (seatlock.pc names it).
+  set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libboost1.81-dev, libssl-dev")
   if(SEATLOCK_WITH_REDIS)
     # seatlock.pc names hiredis and openssl (Requires or Requires.private), so pkg-config
     # needs their .pc files.
-    string(APPEND CPACK_DEBIAN_DEV_PACKAGE_DEPENDS ", libhiredis-dev, libssl-dev")
+    string(APPEND CPACK_DEBIAN_DEV_PACKAGE_DEPENDS ", libhiredis-dev")
     if(BUILD_SHARED_LIBS)
       string(APPEND CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
              ", ${seatlock_runtime_package} ${seatlock_version_dependency}")

@@ -3,11 +3,11 @@
 //
 // A backend runs each operation of seatlock/operations.hpp as ONE atomic step against its
 // storage (one Lua function call on Redis, one critical section in memory): it provides
-// `Result<T> run(const op::X&)` for every operation X of op::lock_ops (a LockBackend) or
-// op::hold_ops (a HoldBackend). Policy, validation, token generation, waiting and retries
-// live in the front classes (LockManager, SeatHoldStore); a backend only applies commands
-// that are already checked. Time (lease and hold expiry) is the backend's own clock, never
-// the caller's.
+// `Result<T> run(const op::X&)` for every operation X of op::lock_ops (a LockBackend),
+// op::hold_ops (a HoldBackend) or op::room_ops (a RoomBackend). Policy, validation, token
+// generation, waiting and retries live in the front classes (LockManager, SeatHoldStore,
+// WaitingRoom); a backend only applies commands that are already checked. Time (lease and
+// hold expiry, a room's opening) is the backend's own clock, never the caller's.
 //
 //     static_assert(seatlock::Backend<MyBackend>);   // fails while one operation is missing
 #pragma once
@@ -42,8 +42,12 @@ concept LockBackend = detail::RunsAll<B, op::lock_ops>::value;
 template <typename B>
 concept HoldBackend = detail::RunsAll<B, op::hold_ops>::value;
 
-/// A complete backend: locks and holds over one storage.
+/// Storage for waiting rooms: runs every operation of op::room_ops.
 template <typename B>
-concept Backend = LockBackend<B> && HoldBackend<B>;
+concept RoomBackend = detail::RunsAll<B, op::room_ops>::value;
+
+/// A complete backend: locks, holds and waiting rooms over one storage.
+template <typename B>
+concept Backend = LockBackend<B> && HoldBackend<B> && RoomBackend<B>;
 
 }  // namespace seatlock

@@ -66,6 +66,11 @@ enum class errc {
     changes_trimmed,  // the event's change log no longer holds the changes after the position
                       // asked for (or it is of another history: a recovery since): read
                       // seats() again and go on from its position
+    // The waiting room (WaitingRoom).
+    unknown_room,  // no room of that id was configured
+    not_in_queue,  // the visitor never joined the room
+    not_admitted,  // the visitor is not admitted (still waiting, finished, or a no-show),
+                   // or an admission token is forged, expired or of another room
 };
 
 /// The category of seatlock::errc; its name is "seatlock".
@@ -108,6 +113,9 @@ constexpr const char* to_string(errc e) noexcept {
         case errc::cancelled: return "cancelled";
         case errc::not_replicated: return "not_replicated";
         case errc::changes_trimmed: return "changes_trimmed";
+        case errc::unknown_room: return "unknown_room";
+        case errc::not_in_queue: return "not_in_queue";
+        case errc::not_admitted: return "not_admitted";
     }
     return "unknown_error";
 }
@@ -123,7 +131,8 @@ inline constexpr errc all_errcs[] = {
     errc::connection_failed, errc::timeout,          errc::io_error,
     errc::auth_failed,      errc::protocol_error,    errc::script_error,
     errc::outcome_unknown,  errc::storage_lost,      errc::cancelled,
-    errc::not_replicated,   errc::changes_trimmed,
+    errc::not_replicated,   errc::changes_trimmed,   errc::unknown_room,
+    errc::not_in_queue,     errc::not_admitted,
 };
 
 namespace detail {
@@ -144,12 +153,14 @@ static_assert(lists_every_errc(), "seatlock::all_errcs must list every errc, in 
 /// retry). Compare a std::error_code with them: `code == seatlock::condition::conflict`.
 enum class condition {
     bad_input = 1,        ///< invalid_argument: the caller's mistake; nothing changed
-    not_found,            ///< unknown_event, unknown_zone, unknown_seat, unknown_hold, unknown_order, changes_trimmed
+    not_found,            ///< unknown_event, unknown_zone, unknown_seat, unknown_hold, unknown_order,
+                          ///< changes_trimmed, unknown_room, not_in_queue
     conflict,             ///< the state of seats, holds or orders stood in the way: seat_taken,
                           ///< sold_out, limit_exceeded, active_hold_exists, hold_expired,
                           ///< hold_not_active, order_conflict, not_owner, event_exists
     expired,              ///< something ran out: hold_expired, lock_not_owned (the lease)
-    forbidden,            ///< not_owner: someone else's hold or order
+    forbidden,            ///< not_owner: someone else's hold or order; not_admitted: not the
+                          ///< visitor's turn, or an admission token that is not valid
     busy,                 ///< a lock is someone else's: lock_busy, lock_timeout, lock_not_owned
     storage_unavailable,  ///< the storage could not do it: connection_failed, timeout, io_error,
                           ///< auth_failed, protocol_error, script_error, outcome_unknown,
@@ -197,6 +208,10 @@ constexpr bool in_group(errc e, condition c) noexcept {
         case errc::not_replicated: storage = true; break;
         // What was asked for is gone from the log: not_found, and not worth the same call again.
         case errc::changes_trimmed: not_found = true; break;
+        case errc::unknown_room:
+        case errc::not_in_queue: not_found = true; break;
+        // Someone else's turn: not yet admitted, or an admission that is not valid.
+        case errc::not_admitted: forbidden = true; break;
     }
     switch (c) {
         case condition::bad_input: return bad_input;

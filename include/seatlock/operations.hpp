@@ -22,6 +22,7 @@
 // for the lock steps, which refer to their lease's state.
 #pragma once
 
+#include <seatlock/room_vocabulary.hpp>
 #include <seatlock/vocabulary.hpp>
 
 #include <cstddef>
@@ -227,6 +228,78 @@ struct ack_expired {
 };
 
 // ---------------------------------------------------------------------------------------
+// The waiting room (docs/waiting-room.md). Room and visitor ids are valid ids; time is the
+// storage's. A visitor record is "<state> <joined_at> ...": waiting in the line, admitted
+// (deadline: no_show_after), active (deadline: the admission's expiry), finished, lapsed.
+// Every step that finds an admitted or active visitor past its deadline lapses it.
+
+/// Stores a room's configuration, checked (RoomConfig's ranges; `config.shuffle_seed` is
+/// set). The seed is kept from the first configuration on: a later one with another seed
+/// is invalid_argument when `seed_given`, and keeps the stored one otherwise. opens_at
+/// cannot change once the room has opened (invalid_argument).
+struct configure_room {
+    using result_type = void;
+    static constexpr std::string_view name = "configure_room";
+    std::string room;
+    RoomConfig config;
+    bool seed_given = false;
+};
+
+/// Puts the visitor in the room's line, once: a visitor who joined before gets that first
+/// ticket (replayed), whatever state it is in now. Before opens_at the visitor's place is
+/// the draw's: its key is the first 52 bits of SHA-1("<seed> <visitor>") over 2^52, in
+/// [0, 1); after it, the visitor's arrival number (1, 2, ...): later than every one in the
+/// draw, and than every earlier arrival. unknown_room.
+struct join_room {
+    using result_type = QueueTicket;
+    static constexpr std::string_view name = "join_room";
+    std::string room;
+    std::string visitor;
+};
+
+/// Where the visitor stands: the place is the visitor's rank in the line (O(log n)).
+/// Changes nothing (a visitor past its deadline reads as lapsed). unknown_room,
+/// not_in_queue.
+struct room_position {
+    using result_type = QueuePosition;
+    static constexpr std::string_view name = "room_position";
+    std::string room;
+    std::string visitor;
+};
+
+/// One admission step: lapses the admitted and active visitors past their deadline, then
+/// admits the first visitors of the line, as many as the rate's credit (admit_per_second
+/// per second since opens_at or the previous step, kept up to one second's worth: at
+/// least 1), the free slots (max_active) and `limit` allow. Nothing is admitted before
+/// opens_at. Safe from any number of callers at once: each step is atomic. unknown_room.
+struct admit {
+    using result_type = AdmitReport;
+    static constexpr std::string_view name = "admit";
+    std::string room;
+    std::size_t limit = 0;
+};
+
+/// The visitor collects the admission: admitted -> active until now + admission_ttl;
+/// active -> the same expiry again. not_admitted for a visitor waiting, finished or
+/// lapsed; unknown_room, not_in_queue. Answers the expiry.
+struct admission {
+    using result_type = WallTime;
+    static constexpr std::string_view name = "admission";
+    std::string room;
+    std::string visitor;
+};
+
+/// The visitor is done: admitted or active -> finished (the slot is free); waiting ->
+/// finished (leaves the line). Finishing a finished or lapsed visitor succeeds and
+/// changes nothing. unknown_room, not_in_queue.
+struct finished {
+    using result_type = void;
+    static constexpr std::string_view name = "finished";
+    std::string room;
+    std::string visitor;
+};
+
+// ---------------------------------------------------------------------------------------
 // The one list of operations.
 
 /// A list of operation types.
@@ -241,6 +314,8 @@ using lock_ops = List<acquire_locks, release_locks, extend_locks, raise_fencing>
 using hold_ops = List<create_event, events, begin_recovery, restore_order, end_recovery, version,
                       hold, confirm, release, extend, cancel, seats, changes, expired,
                       ack_expired>;
+/// The operations of a waiting-room backend.
+using room_ops = List<configure_room, join_room, room_position, admit, admission, finished>;
 
 namespace detail {
 template <typename A, typename B>
@@ -271,7 +346,7 @@ constexpr std::string_view name_at(List<Ops...>, std::size_t i) {
 
 /// Every operation: what AnyBackend forwards, what FakeBackend scripts faults for, what
 /// RedisBackend encodes.
-using all = detail::Concat<lock_ops, hold_ops>::type;
+using all = detail::Concat<detail::Concat<lock_ops, hold_ops>::type, room_ops>::type;
 
 /// An operation of the lock backend concept.
 template <typename Op>
@@ -279,9 +354,12 @@ concept lock_op = detail::in<Op, lock_ops>;
 /// An operation of the hold backend concept.
 template <typename Op>
 concept hold_op = detail::in<Op, hold_ops>;
+/// An operation of the room backend concept.
+template <typename Op>
+concept room_op = detail::in<Op, room_ops>;
 /// Any operation.
 template <typename Op>
-concept any_op = lock_op<Op> || hold_op<Op>;
+concept any_op = lock_op<Op> || hold_op<Op> || room_op<Op>;
 
 /// An operation as a value that names it, for recording and scripting calls
 /// (FakeBackend): `op::id<op::confirm>`.

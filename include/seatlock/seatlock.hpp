@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // seatlock/seatlock.hpp: the whole header-only API in one include: errors and results,
-// the backend concepts, LockManager and SeatHoldStore, the memory and fake backends and
-// AnyBackend, and the version macros (<seatlock/version.hpp>). The Redis backend is in
+// the backend concepts, LockManager, SeatHoldStore and WaitingRoom, the memory and fake
+// backends and AnyBackend, and the version macros (<seatlock/version.hpp>). The Redis backend is in
 // <seatlock/backends/redis.hpp> (link seatlock::redis).
 #pragma once
 
@@ -15,3 +15,4 @@
 #include <seatlock/lock_manager.hpp>
 #include <seatlock/result.hpp>
 #include <seatlock/version.hpp>
+#include <seatlock/waiting_room.hpp>

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # Writes OUTPUT, a C++ header holding one Redis function library (Redis 7 FUNCTION LOAD)
-# built from LUA_DIR: common.lua and common_records.lua, whose helpers are defined once
+# built from LUA_DIR: common.lua, common_records.lua and common_rooms.lua, whose helpers are defined once
 # when the library loads,
 # then one function per operation <op>.lua, whose text becomes the function's body.
 #   cmake -DLUA_DIR=... -DOPERATIONS=a,b,c -DOUTPUT=... -P embed_lua.cmake
@@ -20,8 +20,8 @@ function(read_lua path out)
   if(text MATCHES "@FUNCTION_PREFIX@")
     message(FATAL_ERROR "${path} contains the placeholder @FUNCTION_PREFIX@")
   endif()
-  # Comment lines are left empty: the library stays far below the 65,536 characters a
-  # string literal may have (clang warns beyond), and Lua's line numbers stay the files'.
+  # Comment lines are left empty: the library stays shorter, and Lua's line numbers stay
+  # the files'.
   # (A line that starts with -- is a comment: the files have no multi-line strings.)
   if(text MATCHES "\\[\\[|\\[=+\\[")
     message(FATAL_ERROR "${path} has a long bracket string or comment: its lines would be cut")
@@ -84,6 +84,8 @@ endfunction()
 read_lua(${LUA_DIR}/common.lua common)
 read_lua(${LUA_DIR}/common_records.lua records)
 string(APPEND common "\n${records}")
+read_lua(${LUA_DIR}/common_rooms.lua rooms)
+string(APPEND common "\n${rooms}")
 # KEYS and ARGV: the running call's, set by each function before its body runs (a library
 # may not define globals; Redis runs one function at a time). The first call also binds
 # common.lua's locals for Lua's library functions (bind).
@@ -109,7 +111,29 @@ string(APPEND body "#pragma once\n\n#include <array>\n#include <cstddef>\n#inclu
 string(APPEND body "namespace seatlock::redis_scripts {\n\n")
 string(APPEND body "/// The function library every operation runs in, for FUNCTION LOAD.\n")
 string(APPEND body "inline constexpr std::string_view library_name = \"${name}\";\n")
-string(APPEND body "inline constexpr std::string_view library = R\"${delimiter}(${library})${delimiter}\";\n\n")
+# C++ compilers need only support string literals of 65,536 characters (clang warns
+# beyond, -Woverlength-strings): the text is cut at line ends into pieces below that, and
+# joined again at compile time.
+set(pieces "")
+set(rest "${library}")
+string(LENGTH "${rest}" rest_length)
+while(rest_length GREATER 60000)
+  string(SUBSTRING "${rest}" 0 60000 head)
+  string(FIND "${head}" "\n" cut REVERSE)
+  math(EXPR cut "${cut} + 1")
+  string(SUBSTRING "${rest}" 0 ${cut} head)
+  string(SUBSTRING "${rest}" ${cut} -1 rest)
+  string(APPEND pieces "    R\"${delimiter}(${head})${delimiter}\",\n")
+  string(LENGTH "${rest}" rest_length)
+endwhile()
+string(APPEND pieces "    R\"${delimiter}(${rest})${delimiter}\",\n")
+string(APPEND body "namespace library_text {\n")
+string(APPEND body "inline constexpr std::string_view pieces[] = {\n${pieces}};\n")
+string(APPEND body "constexpr std::size_t size() {\n    std::size_t n = 0;\n    for (auto piece : pieces) n += piece.size();\n    return n;\n}\n")
+string(APPEND body "inline constexpr std::array<char, size()> joined = [] {\n    std::array<char, size()> out{};\n")
+string(APPEND body "    std::size_t at = 0;\n    for (auto piece : pieces)\n        for (char c : piece) out[at++] = c;\n    return out;\n}();\n")
+string(APPEND body "}  // namespace library_text\n")
+string(APPEND body "inline constexpr std::string_view library{library_text::joined.data(), library_text::joined.size()};\n\n")
 string(APPEND body "/// One operation: its name, and the library function FCALL runs for it.\n")
 string(APPEND body "struct Script {\n    std::string_view name;\n    std::string_view function;\n};\n\n")
 set(all "")

@@ -9,6 +9,7 @@
 #include "codecs/events.hpp"
 #include "codecs/holds.hpp"
 #include "codecs/locks.hpp"
+#include "codecs/rooms.hpp"
 #include "codecs/seat_map.hpp"
 #include "driver.hpp"
 #include "replication.hpp"

@@ -4,7 +4,7 @@
 // AsyncStore and AsyncLocks have the blocking interface the suite calls, and make every
 // call with its async_ twin, completed on an io_context thread of their own and waited
 // for with a future. A fixture wrapped in Async<> makes the suite's Store<F> and Locks<F>
-// these, so every rule is checked through both APIs on every backend.
+// these (and its Room<F> AsyncRoom), so every rule is checked through both APIs on every backend.
 #pragma once
 
 #include <seatlock/seatlock.hpp>
@@ -124,6 +124,43 @@ private:
     SeatHoldStore<B> store_;
 };
 
+/// WaitingRoom's blocking interface, each call made asynchronously.
+template <RoomBackend B>
+class AsyncRoom {
+public:
+    AsyncRoom(B& backend, AdmissionKey key) : room_(backend, std::move(key)) {}
+
+    Result<void> configure(const std::string& room, const RoomConfig& config) {
+        return room_.async_configure(room, config, run_.future()).get();
+    }
+    Result<QueueTicket> join(const std::string& room, const std::string& visitor) {
+        return room_.async_join(room, visitor, run_.future()).get();
+    }
+    Result<QueuePosition> position(const QueueTicket& ticket) {
+        return room_.async_position(ticket, run_.future()).get();
+    }
+    Result<AdmitReport> admit(const std::string& room) {
+        return room_.async_admit(room, run_.future()).get();
+    }
+    Result<AdmitReport> admit(const std::string& room, std::size_t limit) {
+        return room_.async_admit(room, limit, run_.future()).get();
+    }
+    Result<Admission> admission(const QueueTicket& ticket) {
+        return room_.async_admission(ticket, run_.future()).get();
+    }
+    Result<void> finished(const QueueTicket& ticket) {
+        return room_.async_finished(ticket, run_.future()).get();
+    }
+    [[nodiscard]] Result<Admission> check(std::string_view token, std::string_view room,
+                                          WallTime now = std::chrono::system_clock::now()) const {
+        return room_.check(token, room, now);
+    }
+
+private:
+    AsyncRunner run_;
+    WaitingRoom<B> room_;
+};
+
 /// A guard acquired asynchronously, with the blocking guard's interface: unlock() and
 /// extend() are made with async_unlock and async_extend. Its destructor is the guard's own,
 /// which releases without blocking.
@@ -193,12 +230,14 @@ template <typename F>
 struct ApiOf {
     using store = SeatHoldStore<typename F::backend_type>;
     using locks = LockManager<typename F::backend_type>;
+    using room = WaitingRoom<typename F::backend_type>;
 };
 template <typename F>
     requires requires { typename F::async_api; }
 struct ApiOf<F> {
     using store = AsyncStore<typename F::backend_type>;
     using locks = AsyncLocks<typename F::backend_type>;
+    using room = AsyncRoom<typename F::backend_type>;
 };
 
 /// The store and the lock manager the suite uses with fixture F.
@@ -206,5 +245,8 @@ template <typename F>
 using Store = typename ApiOf<F>::store;
 template <typename F>
 using Locks = typename ApiOf<F>::locks;
+/// The waiting room the suite uses with fixture F.
+template <typename F>
+using Room = typename ApiOf<F>::room;
 
 }  // namespace seatlock::testing

@@ -9,6 +9,7 @@
 #include "lock_conformance.hpp"
 #include "model_test.hpp"
 #include "retry_conformance.hpp"
+#include "room_conformance.hpp"
 #include "version_conformance.hpp"
 
 #define SEATLOCK_CONFORMANCE_SUITE(Fixture) \
@@ -20,4 +21,5 @@
     SEATLOCK_RETRY_CONFORMANCE(__VA_ARGS__);         \
     SEATLOCK_VERSION_CONFORMANCE(__VA_ARGS__);       \
     SEATLOCK_CHANGE_FEED_CONFORMANCE(__VA_ARGS__);   \
+    SEATLOCK_ROOM_CONFORMANCE(__VA_ARGS__);          \
     SEATLOCK_MODEL_TEST(__VA_ARGS__)

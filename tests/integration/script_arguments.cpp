@@ -289,6 +289,49 @@ TEST_CASE("the lock scripts reject malformed arguments and change nothing") {
     CHECK(w.unchanged());
 }
 
+TEST_CASE("the waiting room's functions reject malformed arguments and change nothing") {
+    World w;
+    {
+        seatlock::RedisOptions o;
+        o.port = w.server.port();
+        seatlock::RedisBackend backend(o);
+        seatlock::WaitingRoom room(backend, seatlock::AdmissionKey(std::string(32, 'k')));
+        room.configure("room1", {std::chrono::system_clock::now() - 1s, 10, 5, 1min, 1min, "seed"}).value();
+        room.join("room1", "amy").value();
+        room.join("room1", "bo").value();
+        room.admit("room1").value();
+    }
+    w.before = w.admin.snapshot();
+    namespace scripts = seatlock::redis_scripts;
+    const Args keys{"seatlock:room:{room1}", "seatlock:line:{room1}", "seatlock:active:{room1}"};
+    const Args configure{"seatlock", "room1", "1000", "10", "5", "60000", "60000", "seed", "0"};
+    w.rejects(scripts::room_configure, keys, with(configure, 1, "room 1"));
+    w.rejects(scripts::room_configure, keys, with(configure, 2, "-5"));
+    for (const char* rate : {"0", "-1", "x", "2000000", "nan", "inf"})
+        w.rejects(scripts::room_configure, keys, with(configure, 3, rate));
+    w.rejects(scripts::room_configure, keys, with(configure, 4, "0"));
+    w.rejects(scripts::room_configure, keys, with(configure, 5, "0"));
+    w.rejects(scripts::room_configure, keys, with(configure, 6, "0"));
+    w.rejects(scripts::room_configure, keys, with(configure, 7, "a seed"));
+    w.rejects(scripts::room_configure, keys, with(configure, 8, "2"));
+    w.rejects(scripts::room_configure, keys, without_last(configure));
+    w.rejects(scripts::room_configure, with(keys, 1, "seatlock:line:{room2}"), configure);
+    w.rejects(scripts::room_configure, without_last(keys), configure);
+    for (const Script* script : {&scripts::room_join, &scripts::room_position, &scripts::room_admission,
+                                 &scripts::room_finished}) {
+        const Args args{"seatlock", "room1", "amy"};
+        w.rejects(*script, keys, with(args, 2, "a:my"));
+        w.rejects(*script, keys, with(args, 1, "room2"));
+        w.rejects(*script, keys, with(args, 0, "other"));
+        w.rejects(*script, keys, without_last(args));
+        w.rejects(*script, {keys[0], keys[2], keys[1]}, args);
+    }
+    w.rejects(scripts::room_admit, keys, {"seatlock", "room1", "0"});
+    w.rejects(scripts::room_admit, keys, {"seatlock", "room1", "1001"});
+    w.rejects(scripts::room_admit, keys, {"seatlock", "room1"});
+    CHECK(w.unchanged());
+}
+
 TEST_CASE("well-formed calls through the same path do change state (the harness can see it)") {
     World w;
     auto reply = w.admin.command(

@@ -20,6 +20,7 @@
 #include <seatlock/backend.hpp>
 #include <seatlock/detail/hold_table.hpp>
 #include <seatlock/detail/lock_table.hpp>
+#include <seatlock/detail/room_table.hpp>
 #include <seatlock/lock_clock.hpp>
 
 #include <algorithm>
@@ -123,6 +124,11 @@ public:
     op::result_of<O> run(const O& operation) {
         return apply(op::id<O>, [&](std::int64_t now) { return holds_.run(operation, now); });
     }
+    template <op::room_op O>
+        requires requires(detail::RoomTable& t, const O& o) { t.run(o, std::int64_t{}); }
+    op::result_of<O> run(const O& operation) {
+        return apply(op::id<O>, [&](std::int64_t now) { return rooms_.run(operation, now); });
+    }
 
     /// Forgets every event, hold and order (locks stay), as a storage restarted without
     /// persistence would: for tests of recovery.
@@ -167,6 +173,7 @@ private:
     mutable std::mutex mutex_;
     detail::LockTable locks_;
     detail::HoldTable holds_;
+    detail::RoomTable rooms_{[](std::int64_t ms) { return WallTime(Millis(ms)); }};
     std::atomic<std::int64_t> now_ms_;
     std::deque<Fault> faults_;
     std::vector<Call> calls_;

@@ -2,12 +2,14 @@
 // seatlock/backends/memory.hpp: MemoryBackend, the in-process backend and embedded
 // default. Thread-safe: locks live in striped mutexes, holds behind one mutex per event;
 // time is std::chrono::steady_clock; no background thread is needed for correctness
-// (every operation expires what is due before it acts).
+// (every operation expires what is due before it acts). Waiting rooms run on
+// std::chrono::system_clock.
 #pragma once
 
 #include <seatlock/backend.hpp>
 #include <seatlock/detail/hold_table.hpp>
 #include <seatlock/detail/lock_table.hpp>
+#include <seatlock/detail/room_table.hpp>
 
 #include <chrono>
 
@@ -37,6 +39,14 @@ public:
     op::result_of<O> run(const O& operation) {
         return holds_.run(operation, now());
     }
+    /// Waiting rooms run on the wall clock: their opening time is one.
+    template <op::room_op O>
+        requires requires(detail::RoomTable& t, const O& o) { t.run(o, std::int64_t{}); }
+    op::result_of<O> run(const O& operation) {
+        using namespace std::chrono;
+        const auto wall = system_clock::now().time_since_epoch();
+        return rooms_.run(operation, duration_cast<milliseconds>(wall).count());
+    }
 
     /// Forgets every event, hold and order (locks stay), as a storage restarted without
     /// persistence would: for tests of recovery. Not safe while other calls run.
@@ -54,6 +64,7 @@ private:
 
     detail::LockTable locks_;
     detail::HoldTable holds_;
+    detail::RoomTable rooms_{[](std::int64_t ms) { return WallTime(Millis(ms)); }};
 };
 
 static_assert(Backend<MemoryBackend>);

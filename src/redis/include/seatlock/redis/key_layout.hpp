@@ -34,6 +34,12 @@ public:
         return event_key(kind, event) + ":" + std::string(name);
     }
 
+    /// <prefix>:<kind>:{room} — a waiting room's keys (room, line, active), in the order
+    /// its functions take them (lua/common_rooms.lua).
+    [[nodiscard]] std::string room_key(std::string_view kind, std::string_view room) const {
+        return prefix_ + ":" + std::string(kind) + ":{" + std::string(room) + "}";
+    }
+
     /// The hash tag of a lock key's group. The empty group (a key starting with ':') gets
     /// ":", which no real group can be, so distinct keys never share a Redis key.
     static std::string lock_tag(std::string_view key) {
