@@ -320,6 +320,14 @@ std::vector<Flag> flags() {
          integer(
              "bytes", 4096, std::int64_t{1} << 24,
              [](ServerOptions& o, std::int64_t v) { o.stream_send_buffer = static_cast<int>(v); })},
+        {"stream-frame-budget", "N",
+         "seat map streams: frames a second all viewers take together; past it each viewer's "
+         "frames come less often",
+         n(d.stream_frame_budget),
+         integer("frames a second", 10, 10000000,
+                 [](ServerOptions& o, std::int64_t v) {
+                     o.stream_frame_budget = static_cast<std::size_t>(v);
+                 })},
         {"session-key-file", "FILE",
          "the keys that sign buyers' sessions: one a line (at least 32 characters, e.g. "
          "`openssl rand -hex 32`), the first signs, a second is accepted too (rotation). "
@@ -352,14 +360,6 @@ std::vector<Flag> flags() {
          "the operator key (its first line, at least 16 characters): sent as Authorization: "
          "Bearer, it cancels any order (each logged) and may ask sessions for any buyer",
          "", text("a file", [](ServerOptions& o, std::string v) { o.admin_key_file = std::move(v); })},
-        {"stream-frame-budget", "N",
-         "seat map streams: frames a second all viewers take together; past it each viewer's "
-         "frames come less often",
-         n(d.stream_frame_budget),
-         integer("frames a second", 10, 10000000,
-                 [](ServerOptions& o, std::int64_t v) {
-                     o.stream_frame_budget = static_cast<std::size_t>(v);
-                 })},
     };
 }
 
