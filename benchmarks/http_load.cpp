@@ -6,7 +6,11 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <chrono>
 #include <memory>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <vector>
 #include <random>
 #include <stdexcept>
 
@@ -20,6 +24,27 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
 constexpr int buyers_per_connection = 1000;
+
+// A session token of the server's form, v1.<expires>.<buyer>.<HMAC-SHA-256 in base64url>,
+// valid for a day.
+std::string session_token(const std::string& key, const std::string& buyer) {
+    const auto expires = std::chrono::duration_cast<std::chrono::seconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count() +
+                         24 * 3600;
+    const std::string payload = "v1." + std::to_string(expires) + "." + buyer;
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int size = 0;
+    if (!HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+              reinterpret_cast<const unsigned char*>(payload.data()), payload.size(), mac, &size))
+        throw std::runtime_error("HMAC failed");
+    std::string encoded(4 * ((size + 2) / 3) + 1, '\0');
+    encoded.resize(static_cast<std::size_t>(
+        EVP_EncodeBlock(reinterpret_cast<unsigned char*>(encoded.data()), mac, static_cast<int>(size))));
+    while (!encoded.empty() && encoded.back() == '=') encoded.pop_back();
+    for (char& c : encoded) c = c == '+' ? '-' : c == '/' ? '_' : c;
+    return payload + "." + encoded;
+}
 
 class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 public:
@@ -40,15 +65,26 @@ public:
         release_.method(http::verb::delete_);
         release_.version(11);
         release_.set(http::field::host, "127.0.0.1");
+        if (!target.session_key.empty()) {
+            for (int i = 0; i < buyers_per_connection; ++i)
+                tokens_.push_back("Bearer " + session_token(target.session_key,
+                                                            buyer_prefix_ + std::to_string(i)));
+        }
     }
 
     void start(Lap& lap, const Done& done) {
         lap_ = &lap;
         done_ = &done;
         std::uniform_int_distribution<int> buyer(0, buyers_per_connection - 1);
-        const std::string user = buyer_prefix_ + std::to_string(buyer(random_));
-        hold_.set("X-User-Id", user);
-        release_.set("X-User-Id", user);
+        const int drawn = buyer(random_);
+        if (!tokens_.empty()) {
+            hold_.set(http::field::authorization, tokens_[static_cast<std::size_t>(drawn)]);
+            release_.set(http::field::authorization, tokens_[static_cast<std::size_t>(drawn)]);
+        } else {
+            const std::string user = buyer_prefix_ + std::to_string(drawn);
+            hold_.set("X-User-Id", user);
+            release_.set("X-User-Id", user);
+        }
         exchange(hold_, [](HttpConnection& self) { self.on_held(); });
     }
 
@@ -103,6 +139,7 @@ private:
     http::response<http::string_body> response_;
     std::minstd_rand random_;
     std::string buyer_prefix_;
+    std::vector<std::string> tokens_;  // "Bearer <token>" of each buyer, with a session key
     Lap* lap_ = nullptr;
     const Done* done_ = nullptr;
 };

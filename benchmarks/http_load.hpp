@@ -6,7 +6,10 @@
 // a failed run, not a fast one. All connections share one thread, as wrk's would.
 //
 // Buyers are drawn at random, a thousand per connection: no two connections share one, so
-// the 3-seat limit per buyer never refuses a hold.
+// the 3-seat limit per buyer never refuses a hold. They are named by X-User-Id (a server
+// started with --trust-user-header), or, given the server's session key, by a session
+// token each: signed here, as the server signs them (session.hpp's format), before the
+// clock starts, and sent as Authorization: Bearer.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -21,6 +24,9 @@ struct HttpTarget {
     int port = 0;
     std::string event = "demo-game";
     std::string zone = "bleachers-left";
+    /// The server's session key (--session-key-file): buyers send session tokens. Empty:
+    /// X-User-Id.
+    std::string session_key = {};
 };
 
 /// Connects slot `index` to the server (before the clock starts) and returns its

@@ -27,6 +27,7 @@
 #include "report.hpp"
 #include "run.hpp"
 #include "seat_map_scenario.hpp"
+#include "auth_scenario.hpp"
 #include "tls_scenario.hpp"
 #include "viewers.hpp"
 #include "waiting_room_scenario.hpp"
@@ -60,10 +61,12 @@ int bench(const Options& options) {
     seat_map = run_seat_map_read(options);
     const TlsResult tls = run_tls(options);
     const WaitingRoomResult waiting_room = run_waiting_room(options);
+    const AuthResult auth = run_auth(options);
     for (auto& p : check_viewers(viewers)) problems.push_back(std::move(p));
     for (auto& p : check_seat_map_read(seat_map)) problems.push_back(std::move(p));
     for (auto& p : check_tls(tls)) problems.push_back(std::move(p));
     for (auto& p : check_waiting_room(waiting_room)) problems.push_back(std::move(p));
+    for (auto& p : check_auth(auth)) problems.push_back(std::move(p));
     print_script_times(rows);
     print_primary_times(rows);
     const std::vector<Figure> judged = figures(rows);
@@ -72,6 +75,7 @@ int bench(const Options& options) {
     print_seat_map_read(seat_map, options.quick);
     print_tls(tls, options.quick);
     print_waiting_room(waiting_room, options.quick);
+    print_auth(auth, options.quick);
     print_not_run(rows);
     write_json({options, rows, judged, problems, load_at_start, peer, &viewers, &seat_map, &tls, &waiting_room});
     print_problems(problems);

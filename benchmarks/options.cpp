@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "auth_scenario.hpp"
 #include "scenarios.hpp"
 #include "seat_map_scenario.hpp"
 #include "tls_scenario.hpp"
@@ -30,6 +31,8 @@ const std::string_view usage =
     "               tls: lock and hold pairs, 64 in flight, over TLS and TCP (tls_scenario.hpp)\n"
     "               waiting_room: 1,000,000 visitors join a WaitingRoom: joins/s, memory per\n"
     "               visitor, position() latency (waiting_room_scenario.hpp)\n"
+    "               http_auth: the server's HTTP hold with sessions and rate limits beside\n"
+    "               one without, side by side (auth_scenario.hpp)\n"
     "  --backend    memory redis redis-cluster by-hand floor raw node-redlock (default: all);\n"
     "               redis-cluster: a private Redis Cluster of 3 primaries and 3 replicas,\n"
     "               one event per caller (hold3+release only, at 64 callers unless --callers);\n"
@@ -59,7 +62,8 @@ std::vector<std::string> split(const std::string& list) {
 
 bool is_scenario(const std::string& name) {
     if (name == viewers_scenario || name == seat_map_scenario || name == tls_scenario ||
-        name == waiting_room_scenario)
+        name == waiting_room_scenario ||
+        name == auth_scenario)
         return true;
     return std::any_of(scenarios.begin(), scenarios.end(),
                        [&](const auto& s) { return s.name == name; });

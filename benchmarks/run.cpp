@@ -592,8 +592,9 @@ Row Run::run_http(const ScenarioInfo& s, Kind kind, int connections, const Budge
         // One HTTP thread per core it may use: the server's requests never block them, so
         // more would only take turns.
         const auto threads = allowed_cpus().size();
+        // Buyers named by X-User-Id, as behind a gateway (http_auth measures sessions).
         std::vector<std::string> args{"--backend", std::string(kind_name(kind)), "--threads",
-                                      std::to_string(threads)};
+                                      std::to_string(threads), "--trust-user-header"};
         if (kind == Kind::redis) {
             flush();
             args.insert(args.end(), {"--redis-url", server_->url()});

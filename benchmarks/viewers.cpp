@@ -88,7 +88,10 @@ public:
                                       // Each buyer holds and releases as fast as it can: far
                                       // past the per-buyer rate limit's default.
                                       "--rate-buyer-writes", "1000000",
-                                      "--rate-buyer-write-burst", "1000000"};
+                                      "--rate-buyer-write-burst", "1000000",
+                                      // Its buyers are named by X-User-Id, as behind a
+                                      // gateway: sessions are http_auth's to measure.
+                                      "--trust-user-header"};
         // Another frame budget to compare (the server's default otherwise).
         if (const char* budget = std::getenv("SEATLOCK_BENCH_FRAME_BUDGET"))
             args.insert(args.end(), {"--stream-frame-budget", budget});

@@ -4,6 +4,7 @@
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <array>
 #include <cstdlib>
@@ -27,6 +28,7 @@ using seatlock::errc;
 /// and query parameters, and the path parameters of the route it matched.
 struct Api::Call {
     const HttpRequest& request;
+    const Identity& identity;
     std::vector<std::string> path;
     std::vector<std::pair<std::string, std::string>> query;
     std::vector<std::string> params;
@@ -49,6 +51,7 @@ struct BadInput {
     http::status status;
     std::string code;
     std::string message;
+    std::string challenge = {};  // a 401's WWW-Authenticate
 };
 
 [[noreturn]] void bad_input(std::string message) {
@@ -256,17 +259,6 @@ std::string version_tag(seatlock::EventVersion version, bool gzipped) {
 
 // ---- reading requests
 
-std::string buyer(const HttpRequest& request) {
-    const auto header = request.find("X-User-Id");
-    if (header == request.end()) {
-        throw BadInput{http::status::unauthorized, "missing_user",
-                       "name the buyer in the X-User-Id header"};
-    }
-    const std::string id(header->value());
-    if (auto ok = seatlock::validate_id("user", id); !ok) bad_input(ok.error().detail);
-    return id;
-}
-
 json::object body_object(const HttpRequest& request, bool required) {
     const std::string& body = request.body();
     if (body.empty()) {
@@ -336,6 +328,32 @@ std::vector<std::string> string_list_field(const json::object& body, std::string
 
 }  // namespace
 
+std::string Api::buyer(const Call& call) const {
+    const Identity& who = call.identity;
+    switch (who.kind) {
+        case Identity::Kind::buyer:
+            if (call.request.method() != http::verb::get) {
+                if (auto why = auth_->cross_origin(call.request, who))
+                    throw BadInput{http::status::forbidden, "cross_origin", *why};
+            }
+            return who.buyer;
+        case Identity::Kind::operator_:
+            throw BadInput{http::status::forbidden, "operator_key",
+                           "the operator key acts only on POST /orders/{order}/cancel; a buyer "
+                           "signs in with POST /session"};
+        case Identity::Kind::refused:
+            if (who.refusal_code == "invalid_argument") bad_input(who.refusal);
+            throw BadInput{http::status::unauthorized, who.refusal_code, who.refusal,
+                           "Bearer realm=\"seatlock\", error=\"invalid_token\""};
+        case Identity::Kind::anonymous:
+            break;
+    }
+    throw BadInput{http::status::unauthorized, "unauthenticated",
+                   "sign in first: POST /session, then send the session cookie or "
+                   "Authorization: Bearer <token>",
+                   "Bearer realm=\"seatlock\""};
+}
+
 HttpResponse error_response(http::status status, std::string_view code, std::string_view message) {
     return error_with_details(status, code, message, json::object{});
 }
@@ -393,7 +411,7 @@ HttpResponse Api::failure(const Call& call, const seatlock::Failure& f) {
     return response;
 }
 
-Api::Answer Api::handle(HttpRequest request) {
+Api::Answer Api::handle(HttpRequest request, Identity identity) {
     // What went wrong, answered after the catch (a handler may not co_await, and the
     // answer is plain data anyway).
     std::optional<HttpResponse> refused;
@@ -404,13 +422,14 @@ Api::Answer Api::handle(HttpRequest request) {
             co_return error_response(http::status::bad_request, "invalid_argument",
                                      "malformed request target");
         }
-        Call call{request, {}, {}, {}};
+        Call call{request, identity, {}, {}, {}};
         for (auto segment : url->segments()) call.path.emplace_back(segment);
         for (auto param : url->params()) call.query.emplace_back(param.key, param.value);
         auto response = co_await route(call);
         co_return conditional(request, std::move(response));
     } catch (const BadInput& e) {
         refused = error_response(e.status, e.code, e.message);
+        if (!e.challenge.empty()) refused->set(http::field::www_authenticate, e.challenge);
     } catch (const DatabaseError& e) {
         log("database: {}", e.what());
         refused = error_with_details(http::status::service_unavailable, "database_unavailable",
@@ -431,7 +450,7 @@ Api::Answer Api::route(Call& call) {
         std::array<std::string_view, 3> pattern;  // "*" matches one segment; "" ends it
         Handler handler;
     };
-    static constexpr std::array<Route, 15> routes = {{
+    static constexpr std::array<Route, 18> routes = {{
         {http::verb::get, {""}, &Api::page},
         {http::verb::get, {"assets", "*"}, &Api::asset},
         {http::verb::get, {"healthz"}, &Api::healthz},
@@ -447,6 +466,9 @@ Api::Answer Api::route(Call& call) {
         {http::verb::get, {"me", "holds"}, &Api::my_holds},
         {http::verb::get, {"me", "orders"}, &Api::my_orders},
         {http::verb::get, {"openapi.json"}, &Api::openapi},
+        {http::verb::post, {"session"}, &Api::sign_in},
+        {http::verb::get, {"session"}, &Api::session},
+        {http::verb::delete_, {"session"}, &Api::sign_out},
     }};
 
     std::string allowed;
@@ -652,7 +674,7 @@ std::optional<std::variant<StreamStart, HttpResponse>> Api::stream_request(
 }
 
 Api::Answer Api::hold(Call& call) {
-    const std::string user = buyer(call.request);
+    const std::string user = buyer(call);
     const json::object body = body_object(call.request, true);
     only_fields(body, {"zone", "seats", "quantity", "best_available"});
     const std::string zone = string_field(body, "zone");
@@ -686,7 +708,7 @@ Api::Answer Api::hold(Call& call) {
 }
 
 Api::Answer Api::extend(Call& call) {
-    const std::string user = buyer(call.request);
+    const std::string user = buyer(call);
     const json::object body = body_object(call.request, true);
     only_fields(body, {"ttl_s"});
     const std::int64_t ttl = integer_field(body, "ttl_s");
@@ -700,7 +722,7 @@ Api::Answer Api::extend(Call& call) {
 }
 
 Api::Answer Api::confirm(Call& call) {
-    const std::string user = buyer(call.request);
+    const std::string user = buyer(call);
     const json::object body = body_object(call.request, true);
     only_fields(body, {"payment_id"});
     const std::string payment_id = string_field(body, "payment_id");
@@ -711,7 +733,7 @@ Api::Answer Api::confirm(Call& call) {
 }
 
 Api::Answer Api::release(Call& call) {
-    const std::string user = buyer(call.request);
+    const std::string user = buyer(call);
     only_fields(body_object(call.request, false), {});
     auto released = co_await ticketing_->release(user, call.params[0]);
     feed_->note_write();  // whatever the answer: the storage may have changed
@@ -720,23 +742,92 @@ Api::Answer Api::release(Call& call) {
 }
 
 Api::Answer Api::cancel(Call& call) {
-    const std::string user = buyer(call.request);
+    // The operator cancels any order (a refund the buyer cannot ask for themselves); every
+    // attempt is logged, with its outcome.
+    const bool by_operator = call.identity.kind == Identity::Kind::operator_;
+    std::optional<std::string> user;
+    if (!by_operator) user = buyer(call);
     only_fields(body_object(call.request, false), {});
-    auto order = co_await ticketing_->cancel(user, call.params[0]);
+    const std::string order_id = call.params[0];
+    auto order = co_await ticketing_->cancel(user, order_id);
     feed_->note_write();  // whatever the answer: the storage may have changed
+    if (by_operator) {
+        if (order)
+            log("operator key: order {} of buyer {} cancelled (seats {} of {} free again)",
+                order_id, order->holder, fmt::join(order->seats, ","), order->zone);
+        else
+            log("operator key: cancelling order {} failed: {}", order_id, order.error().detail);
+    }
     if (!order) co_return failure(call, order.error());
     co_return json_response(http::status::ok, to_json(*order));
 }
 
+// ---- sessions
+
+Api::Answer Api::sign_in(Call& call) {
+    // A site may not sign its visitors in to this server (login CSRF).
+    if (auth_->foreign_origin(call.request)) {
+        co_return error_response(http::status::forbidden, "cross_origin",
+                                 "a session is asked for from this server's own page (Origin)");
+    }
+    const json::object body = body_object(call.request, true);
+    only_fields(body, {"buyer"});
+    const std::string name = string_field(body, "buyer");
+    if (auto ok = seatlock::validate_id("buyer", name); !ok) bad_input(ok.error().detail);
+    if (!auth_->settings().open_sign_in && !auth_->is_operator(call.request)) {
+        co_return error_response(http::status::forbidden, "sign_in_closed",
+                                 "this server gives sessions only to a client with the operator "
+                                 "key (--sign-in operator)");
+    }
+    const auto session = auth_->issue(name);
+    const std::string token = auth_->token(session);
+    auto response = json_response(
+        http::status::created,
+        json::object{{"buyer", name},
+                     {"token", token},
+                     {"expires_at", iso_time(seatlock::WallTime(std::chrono::seconds(session.expires_s)))}});
+    response.set(http::field::set_cookie,
+                 auth_->cookie(token, auth_->settings().session_ttl.count()));
+    response.set(http::field::cache_control, "no-store");
+    co_return response;
+}
+
+Api::Answer Api::session(Call& call) {
+    if (call.identity.kind == Identity::Kind::operator_) {
+        co_return json_response(http::status::ok, json::object{{"operator", true}});
+    }
+    // No credentials is an answer too (the page asks at start): nobody.
+    if (call.identity.kind == Identity::Kind::anonymous) {
+        co_return json_response(http::status::ok, json::object{{"buyer", nullptr}});
+    }
+    const std::string name = buyer(call);  // credentials that do not check: 401
+    json::object body{{"buyer", name}};
+    if (call.identity.expires_s > 0)
+        body["expires_at"] = iso_time(seatlock::WallTime(std::chrono::seconds(call.identity.expires_s)));
+    co_return json_response(http::status::ok, body);
+}
+
+Api::Answer Api::sign_out(Call& call) {
+    if (auth_->foreign_origin(call.request)) {
+        co_return error_response(http::status::forbidden, "cross_origin",
+                                 "a session is ended from this server's own page (Origin)");
+    }
+    only_fields(body_object(call.request, false), {});
+    // Tokens are not kept: one stays valid until it expires; this forgets the cookie.
+    HttpResponse response(http::status::no_content, 11);
+    response.set(http::field::set_cookie, auth_->cookie("", 0));
+    co_return response;
+}
+
 Api::Answer Api::my_holds(Call& call) {
-    const std::string user = buyer(call.request);
+    const std::string user = buyer(call);
     auto holds = co_await ticketing_->holds_of(user, event_filter(call.query));
     if (!holds) co_return failure(call, holds.error());
     co_return json_response(http::status::ok, listing("holds", *holds));
 }
 
 Api::Answer Api::my_orders(Call& call) {
-    const std::string user = buyer(call.request);
+    const std::string user = buyer(call);
     auto orders = co_await ticketing_->orders_of(user, event_filter(call.query));
     if (!orders) co_return failure(call, orders.error());
     co_return json_response(http::status::ok, listing("orders", *orders));

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // api.hpp: the HTTP endpoints of the example server, as a function from a parsed
-// request to a response. Routing, JSON bodies, the X-User-Id buyer and the mapping of
-// seatlock errors to status codes live here; connections, keep-alive and shutdown are
+// request to a response. Routing, JSON bodies, who may act (the request's Identity,
+// session.hpp) and the mapping of seatlock errors to status codes live here; connections, keep-alive and shutdown are
 // http_server.hpp's.
 //
 //   GET    /healthz                       200 (liveness; 503 while the storage lost data)
@@ -14,9 +14,17 @@
 //   POST   /holds/{token}/extend          200 the hold
 //   POST   /holds/{token}/confirm         200 the order
 //   DELETE /holds/{token}                 204
-//   POST   /orders/{order}/cancel         200 the order
-//   GET    /me/holds[?event=]             200 {"holds": [...]}   the X-User-Id buyer's
+//   POST   /orders/{order}/cancel         200 the order (the buyer's, or any with the
+//                                         operator key: logged)
+//   GET    /me/holds[?event=]             200 {"holds": [...]}   the session's buyer's
 //   GET    /me/orders[?event=]            200 {"orders": [...]}
+//   POST   /session                       201 {"buyer", "token", "expires_at"} + the cookie
+//   GET    /session                       200 who the credentials name
+//   DELETE /session                       204, the cookie cleared
+//
+// The calls on holds, orders and /me act for the request's buyer only: without one they
+// are answered 401 (with WWW-Authenticate), and a cookie-authenticated write from another
+// origin 403. A hold or an order of another buyer is 403 (not_owner), and nothing changes.
 //   GET    /metrics                       200 Prometheus text
 //   GET    /, /assets/{file}              the seat-map page (web_assets.hpp)
 //   GET    /openapi.json                  200 the OpenAPI document (docs/openapi.yaml)
@@ -38,6 +46,7 @@
 
 #include "metrics.hpp"
 #include "seat_feed.hpp"
+#include "session.hpp"
 #include "ticketing.hpp"
 
 namespace ticketing {
@@ -53,9 +62,15 @@ struct StreamStart {
 
 class Api {
 public:
-    /// All three must outlive the Api.
-    Api(Ticketing& ticketing, Metrics& metrics, SeatFeed& feed)
-        : ticketing_(&ticketing), metrics_(&metrics), feed_(&feed) {}
+    /// All four must outlive the Api.
+    Api(Ticketing& ticketing, Metrics& metrics, SeatFeed& feed, const Authenticator& auth)
+        : ticketing_(&ticketing), metrics_(&metrics), feed_(&feed), auth_(&auth) {}
+
+    /// Who `request` comes from (Authenticator::identify): read once per request, before
+    /// the rate limiter, which keys buyers by it.
+    [[nodiscard]] Identity identify(const HttpRequest& request) const {
+        return auth_->identify(request);
+    }
 
     /// When `request` is GET /events/{event}/stream: the stream to open, or the error
     /// answer (unknown event, no snapshot yet). Nothing for any other request.
@@ -68,7 +83,8 @@ public:
     /// wait on timers, the storage's replies and the database's thread). Never throws:
     /// failures of the storage become 503 responses. The caller sets keep-alive and the
     /// payload size.
-    boost::asio::awaitable<HttpResponse> handle(HttpRequest request);
+    /// `identity` is identify(request).
+    boost::asio::awaitable<HttpResponse> handle(HttpRequest request, Identity identity);
 
 private:
     struct Call;
@@ -90,12 +106,19 @@ private:
     Answer page(Call& call);
     Answer asset(Call& call);
     Answer openapi(Call& call);
+    Answer sign_in(Call& call);
+    Answer session(Call& call);
+    Answer sign_out(Call& call);
+
+    // The buyer the call acts for; throws the 401 or 403 answer when there is none.
+    std::string buyer(const Call& call) const;
 
     HttpResponse failure(const Call& call, const seatlock::Failure& failure);
 
     Ticketing* ticketing_;
     Metrics* metrics_;
     SeatFeed* feed_;
+    const Authenticator* auth_;
 };
 
 /// A JSON error response: {"error": code, "message": message}.

@@ -262,8 +262,13 @@ private:
     void handle() {
         const auto started = std::chrono::steady_clock::now();
         HttpRequest request = parser_->release();
+        // Read once: the rate limiter keys buyers by it, the handler acts for it.
+        Identity identity = api_.identify(request);
         if (limits_.rate_limiter) {
-            if (auto refused = rate_limit(*limits_.rate_limiter, metrics_, request, peer_)) {
+            std::optional<std::string_view> buyer;
+            if (identity.kind == Identity::Kind::buyer) buyer = identity.buyer;
+            if (auto refused =
+                    rate_limit(*limits_.rate_limiter, metrics_, request, peer_, buyer)) {
                 return answer(std::move(*refused), request.version(), request.keep_alive(),
                               started);
             }
@@ -275,7 +280,7 @@ private:
         }
         const unsigned version = request.version();
         const bool keep_alive = request.keep_alive();
-        asio::co_spawn(stream_.get_executor(), api_.handle(std::move(request)),
+        asio::co_spawn(stream_.get_executor(), api_.handle(std::move(request), std::move(identity)),
                        [self = shared_from_this(), started, version, keep_alive](
                            std::exception_ptr failed, HttpResponse response) {
                            if (failed) {

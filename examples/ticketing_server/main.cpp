@@ -25,6 +25,7 @@
 #include "options.hpp"
 #include "rate_limit.hpp"
 #include "seat_feed.hpp"
+#include "session.hpp"
 #include "startup.hpp"
 #include "ticketing.hpp"
 #include "venue.hpp"
@@ -175,7 +176,24 @@ int serve(const ServerOptions& options) {
     feed_options.interval = options.feed_interval;
     feed_options.retained_changes = options.feed_retained;
     SeatFeed feed(ticketing, metrics, event_ids, feed_options);
-    Api api(ticketing, metrics, feed);
+    // Who requests come from (session.hpp). Without a key file, a key of this process's
+    // own: its sessions are accepted by no other server and end with it.
+    AuthSettings auth_settings;
+    auth_settings.session_keys = options.session_keys;
+    if (auth_settings.session_keys.empty()) {
+        auth_settings.session_keys.push_back(SessionSigner::generate_key());
+        log("sessions: signed with a key generated at start (--session-key-file shares one "
+            "between servers and restarts)");
+    }
+    auth_settings.session_ttl = options.session_ttl;
+    auth_settings.open_sign_in = options.open_sign_in;
+    auth_settings.trust_user_header = options.trust_user_header;
+    auth_settings.behind_tls_proxy = options.behind_tls_proxy;
+    auth_settings.admin_key = options.admin_key;
+    if (options.trust_user_header)
+        log("X-User-Id trusted (--trust-user-header): the gateway in front must set it");
+    const Authenticator authenticator(std::move(auth_settings));
+    Api api(ticketing, metrics, feed, authenticator);
 
     // The first SIGINT or SIGTERM starts the shutdown; a second cuts its drain short.
     std::promise<int> stop_signal;

@@ -50,6 +50,10 @@ struct Flag {
     Apply apply;
 };
 
+// The value name of a switch: a flag that takes true or false, and means true given alone
+// on the command line (--trust-user-header).
+constexpr std::string_view switch_value = "true|false";
+
 // --stream-frame-budget -> SEATLOCK_TICKETING_STREAM_FRAME_BUDGET.
 std::string env_name(std::string_view name) {
     std::string env(env_prefix);
@@ -83,6 +87,16 @@ Apply text(std::string what, Set set) {
     return [=](std::string_view v, ServerOptions& o) -> std::optional<std::string> {
         if (v.empty()) return "expects " + what;
         set(o, std::string(v));
+        return std::nullopt;
+    };
+}
+
+// true or false, handed to `set`; a switch given alone on the command line is true.
+template <typename Set>
+Apply boolean(Set set) {
+    return [=](std::string_view v, ServerOptions& o) -> std::optional<std::string> {
+        if (v != "true" && v != "false") return "expects true or false";
+        set(o, v == "true");
         return std::nullopt;
     };
 }
@@ -314,6 +328,38 @@ std::vector<Flag> flags() {
                  [](ServerOptions& o, std::int64_t v) {
                      o.stream_frame_budget = static_cast<std::size_t>(v);
                  })},
+        {"session-key-file", "FILE",
+         "the keys that sign buyers' sessions: one a line (at least 32 characters, e.g. "
+         "`openssl rand -hex 32`), the first signs, a second is accepted too (rotation). "
+         "Servers behind one load balancer share it",
+         "a key generated at start: sessions end with the process",
+         text("a file", [](ServerOptions& o, std::string v) { o.session_key_file = std::move(v); })},
+        {"session-ttl", "SECONDS", "how long a session from POST /session lasts",
+         n(d.session_ttl.count()),
+         integer("whole seconds", 60, 30 * 24 * 3600,
+                 [](ServerOptions& o, std::int64_t v) { o.session_ttl = std::chrono::seconds(v); })},
+        {"sign-in", "open|operator",
+         "who may get a session from POST /session: anyone who names themselves (open, the "
+         "demo), or only a client with the operator key, a login service (operator)",
+         "open",
+         [](std::string_view v, ServerOptions& o) -> std::optional<std::string> {
+             if (v != "open" && v != "operator") return "expects open or operator";
+             o.open_sign_in = v == "open";
+             return std::nullopt;
+         }},
+        {"trust-user-header", std::string(switch_value),
+         "take the buyer from the X-User-Id header: only behind a gateway that authenticates "
+         "buyers and sets it itself (anyone can send it). Otherwise the header is refused (401)",
+         "false",
+         boolean([](ServerOptions& o, bool v) { o.trust_user_header = v; })},
+        {"behind-tls-proxy", std::string(switch_value),
+         "a proxy in front serves the server over TLS: the session cookie is Secure and the "
+         "page's own origin is https://",
+         "false", boolean([](ServerOptions& o, bool v) { o.behind_tls_proxy = v; })},
+        {"admin-key-file", "FILE",
+         "the operator key (its first line, at least 16 characters): sent as Authorization: "
+         "Bearer, it cancels any order (each logged) and may ask sessions for any buyer",
+         "", text("a file", [](ServerOptions& o, std::string v) { o.admin_key_file = std::move(v); })},
     };
 }
 
@@ -330,8 +376,9 @@ po::options_description describe(const std::vector<Flag>& table, bool with_help,
             help += "\nenv " + env_name(flag.name);
             if (!flag.default_text.empty()) help += "; default " + flag.default_text;
         }
-        description.add_options()(
-            flag.name.c_str(), po::value<std::string>()->value_name(flag.value_name), help.c_str());
+        auto* value = po::value<std::string>()->value_name(flag.value_name);
+        if (flag.value_name == switch_value) value->implicit_value("true");
+        description.add_options()(flag.name.c_str(), value, help.c_str());
     }
     if (with_help) description.add_options()("help,h", "this text");
     return description;
@@ -379,7 +426,9 @@ std::vector<Setting> from_command_line(const std::vector<Flag>& table,
         const Flag* flag = find_flag(table, option.string_key);
         // parse_options answered --help before; a token of no flag's is not a flag.
         if (!flag) throw Refusal{fmt::format("{} is not a flag", option.original_tokens.front())};
-        settings.push_back({flag, option.value.front(), "--" + option.string_key});
+        // A switch given alone has no value here (its implicit one is for a variables_map).
+        settings.push_back({flag, option.value.empty() ? std::string("true") : option.value.front(),
+                            "--" + option.string_key});
     }
     return settings;
 }
@@ -439,6 +488,36 @@ std::vector<Setting> from_file(const std::vector<Flag>& table, const std::string
         throw Refusal{
             fmt::format("{} {}: cannot read it ({})", origin, path, std::strerror(errno))};
     return settings;
+}
+
+// The session keys: the lines of the file that are neither empty nor comments (#), one
+// or two, each at least 32 characters.
+std::vector<std::string> read_session_keys(const std::string& path, const std::string& origin) {
+    std::ifstream in(path);
+    if (!in)
+        throw Refusal{
+            fmt::format("{} {}: cannot read it ({})", origin, path, std::strerror(errno))};
+    std::vector<std::string> keys;
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+        if (line.ends_with('\r')) line.pop_back();
+        if (line.empty() || line.front() == '#') continue;
+        // The key is not echoed.
+        if (line.size() < 32)
+            throw Refusal{fmt::format("{} {}:{}: a key must be at least 32 characters, this "
+                                      "one has {}",
+                                      origin, path, number, line.size())};
+        if (keys.size() == 2)
+            throw Refusal{fmt::format("{} {}:{}: at most two keys (the one that signs, and the "
+                                      "previous one)",
+                                      origin, path, number)};
+        keys.push_back(line);
+    }
+    if (in.bad())
+        throw Refusal{
+            fmt::format("{} {}: cannot read it ({})", origin, path, std::strerror(errno))};
+    if (keys.empty()) throw Refusal{fmt::format("{} {}: it holds no key", origin, path)};
+    return keys;
 }
 
 // The first line of the password file, without its line end.
@@ -501,6 +580,21 @@ ServerOptions parse(const std::vector<std::string>& args, const Environment& env
         }
         options.redis_password =
             read_password(*options.redis_password_file, origin("redis-password-file"));
+    }
+    if (options.session_key_file) {
+        options.session_keys =
+            read_session_keys(*options.session_key_file, origin("session-key-file"));
+    }
+    if (options.admin_key_file) {
+        options.admin_key = read_password(*options.admin_key_file, origin("admin-key-file"));
+        if (options.admin_key->size() < 16) {
+            throw Refusal{fmt::format("{} {}: the key must be at least 16 characters",
+                                      origin("admin-key-file"), *options.admin_key_file)};
+        }
+    }
+    if (!options.open_sign_in && !options.admin_key) {
+        throw Refusal{fmt::format("{} operator needs --admin-key-file: nobody could sign in",
+                                  origin("sign-in"))};
     }
     return options;
 }

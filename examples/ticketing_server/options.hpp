@@ -88,6 +88,24 @@ struct ServerOptions {
     std::int64_t rate_address_write_burst = 100;
     std::int64_t rate_address_reads = 0;
     std::int64_t rate_address_read_burst = 400;
+    /// Who a request comes from (session.hpp; docs/ticketing-server.md, "Security").
+    /// The session keys' file (--session-key-file): one key a line, the first signs, a
+    /// second is accepted too (rotation). None: a key generated at start.
+    std::optional<std::string> session_key_file;
+    /// The keys read from that file. Never logged.
+    std::vector<std::string> session_keys;
+    /// How long a session lasts from POST /session.
+    std::chrono::seconds session_ttl{12 * 3600};
+    /// POST /session for anyone who names themselves (the demo), or only with the
+    /// operator key (--sign-in operator).
+    bool open_sign_in = true;
+    /// X-User-Id names the buyer: only behind a gateway that authenticates buyers.
+    bool trust_user_header = false;
+    /// Served over TLS by a proxy in front: cookies are Secure, the page's origin https.
+    bool behind_tls_proxy = false;
+    /// The operator key's file (--admin-key-file), and the key (its first line).
+    std::optional<std::string> admin_key_file;
+    std::optional<std::string> admin_key;
 };
 
 /// The process environment as NAME -> value; parse_options reads the variables named

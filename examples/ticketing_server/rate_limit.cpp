@@ -143,15 +143,15 @@ std::optional<RateLane> rate_lane(const HttpRequest& request) {
     };
     switch (request.method()) {
         case http::verb::post:
-            if (is({"events", "*", "holds"}) || is({"holds", "*", "extend"}) ||
+            if (is({"session"}) || is({"events", "*", "holds"}) || is({"holds", "*", "extend"}) ||
                 is({"holds", "*", "confirm"}) || is({"orders", "*", "cancel"}))
                 return RateLane::write;
             return std::nullopt;
         case http::verb::delete_:
-            if (is({"holds", "*"})) return RateLane::write;
+            if (is({"holds", "*"}) || is({"session"})) return RateLane::write;
             return std::nullopt;
         case http::verb::get:
-            if (is({"events"}) || is({"events", "*", "seats"}) || is({"events", "*", "stream"}) ||
+            if (is({"events"}) || is({"session"}) || is({"events", "*", "seats"}) || is({"events", "*", "stream"}) ||
                 is({"me", "holds"}) || is({"me", "orders"}))
                 return RateLane::read;
             return std::nullopt;
@@ -161,16 +161,10 @@ std::optional<RateLane> rate_lane(const HttpRequest& request) {
 }
 
 std::optional<HttpResponse> rate_limit(RateLimiter& limiter, Metrics& metrics,
-                                       const HttpRequest& request, std::string_view address) {
+                                       const HttpRequest& request, std::string_view address,
+                                       std::optional<std::string_view> buyer) {
     const auto lane = rate_lane(request);
     if (!lane) return std::nullopt;
-    // The buyer a valid X-User-Id names; an invalid one is refused later (400), and is
-    // not a key meanwhile.
-    std::optional<std::string_view> buyer;
-    if (const auto header = request.find("X-User-Id"); header != request.end()) {
-        const std::string_view id(header->value().data(), header->value().size());
-        if (seatlock::is_valid_id(id)) buyer = id;
-    }
     const RateDecision decision = limiter.admit(*lane, buyer, address);
     if (decision.allowed) return std::nullopt;
     metrics.rate_limited(to_string(*lane), to_string(decision.limited_by));

@@ -2,14 +2,16 @@
 // rate_limit.hpp: token buckets per buyer and per client address, in two lanes.
 //
 // Writes (POST /events/{id}/holds, POST /holds/{t}/extend, POST /holds/{t}/confirm,
-// DELETE /holds/{t}, POST /orders/{o}/cancel) and reads (GET /events, GET
-// /events/{id}/seats, GET /me/holds, GET /me/orders, opening GET /events/{id}/stream)
+// DELETE /holds/{t}, POST /orders/{o}/cancel, POST and DELETE /session) and reads (GET
+// /events, GET /events/{id}/seats, GET /me/holds, GET /me/orders, GET /session, opening
+// GET /events/{id}/stream)
 // draw on separate buckets, so a buyer's writes never take a viewer's read tokens, or the
 // reverse. Every other request (/healthz, /readyz, /metrics, the page and its assets,
 // /openapi.json, unknown paths) is not limited.
 //
-// A request is counted against two keys: its buyer (the X-User-Id header; without one,
-// only the address applies) and the client address, the socket's peer. Behind a proxy
+// A request is counted against two keys: its buyer (the authenticated one, session.hpp:
+// a session, or X-User-Id behind a trusted gateway; without one, only the address
+// applies) and the client address, the socket's peer. Behind a proxy
 // every client has the proxy's address, so the per-address limit then limits everyone at
 // once; no X-Forwarded-For is trusted. A request must pass both of its lane's buckets;
 // a refused request takes no token from either.
@@ -127,9 +129,11 @@ private:
 /// The lane of `request`, or nullopt when it is not limited.
 std::optional<RateLane> rate_lane(const HttpRequest& request);
 
-/// Checks `request` from `address` against `limiter`: nullopt when it may go on, or the
-/// 429 answer (Retry-After, the JSON error body), counted in `metrics`.
+/// Checks `request` from `address`, by the authenticated `buyer` if any, against
+/// `limiter`: nullopt when it may go on, or the 429 answer (Retry-After, the JSON error
+/// body), counted in `metrics`.
 std::optional<HttpResponse> rate_limit(RateLimiter& limiter, Metrics& metrics,
-                                       const HttpRequest& request, std::string_view address);
+                                       const HttpRequest& request, std::string_view address,
+                                       std::optional<std::string_view> buyer);
 
 }  // namespace ticketing

@@ -536,13 +536,14 @@ Task<void> Ticketing::release(std::string buyer, std::string token) {
     co_return Result<void>();
 }
 
-Task<seatlock::Order> Ticketing::cancel(std::string buyer, std::string order_id) {
+Task<seatlock::Order> Ticketing::cancel(std::optional<std::string> buyer,
+                                       std::string order_id) {
     if (auto ok = seatlock::validate_id("order", order_id); !ok) co_return std::move(ok).error();
     const auto record = co_await db_.run([&order_id](Database& db) { return db.order(order_id); });
     if (!record) co_return Failure(errc::unknown_order, "no order " + order_id);
-    if (record->holder != buyer) {
+    if (buyer && record->holder != *buyer) {
         co_return Failure(errc::not_owner,
-                          "order " + order_id + " belongs to another buyer than " + buyer);
+                          "order " + order_id + " belongs to another buyer than " + *buyer);
     }
     const std::string key = order_key(record->event, order_id);
     auto guard = co_await locks_.async_lock(key, use_awaitable);
@@ -550,7 +551,7 @@ Task<seatlock::Order> Ticketing::cancel(std::string buyer, std::string order_id)
     // Read before the cancellation is made, as in hold(): a recovery since then restored
     // the order paid, and the storage may have lost the cancellation.
     const auto epoch = known_epoch(record->event);
-    const std::optional<std::string> holder = buyer;
+    const std::optional<std::string> holder = record->holder;
     auto order = co_await store_.async_cancel(record->event, order_id, holder, use_awaitable);
     watch(order);
     if (!order) {

@@ -99,8 +99,9 @@ public:
     /// Gives the seats back before the hold runs out.
     Task<void> release(std::string buyer, std::string token);
 
-    /// Cancels one of `buyer`'s orders: its seats become free again.
-    Task<seatlock::Order> cancel(std::string buyer, std::string order_id);
+    /// Cancels one of `buyer`'s orders: its seats become free again. No buyer: the
+    /// operator's cancel, of any order, for the buyer who paid it.
+    Task<seatlock::Order> cancel(std::optional<std::string> buyer, std::string order_id);
 
     /// Deletes the pending rows of holds that expired and acknowledges them to seatlock;
     /// how many. A hold whose row could not be handled is delivered again later. When

@@ -113,10 +113,16 @@ class Processes:
     def ticketing(self, name, redis_url, extra):
         path = os.path.join(self.workdir, name + ".log")
         log = open(path, "w")
+        # One session key for every server, as behind a load balancer: the pages' cookies
+        # (one per host, whatever the port) are good on each of them.
+        keys = os.path.join(self.workdir, "session-keys")
+        if not os.path.exists(keys):
+            with open(keys, "w") as f:
+                f.write(os.urandom(32).hex() + "\n")
         proc = subprocess.Popen(
             [self.server, "--backend", "redis", "--redis-url", redis_url,
              "--listen", "127.0.0.1:0", "--db", os.path.join(self.workdir, "ticketing.db"),
-             "--threads", "2"] + extra,
+             "--threads", "2", "--session-key-file", keys] + extra,
             stdout=log, stderr=subprocess.STDOUT)
         self.running.append((proc, log, name))
 

@@ -53,10 +53,14 @@ def write_venue(path):
 
 
 def http(base, method, path, user=None, body=None):
-    """One request to a server; answers (status, JSON body or None)."""
+    """One request to a server, as `user` (a session of theirs) if given; answers (status,
+    JSON body or None)."""
     headers = {"Content-Type": "application/json"} if body is not None else {}
     if user:
-        headers["X-User-Id"] = user
+        status, session = http(base, "POST", "/session", body={"buyer": user})
+        if status != 201:
+            fail(f"POST /session for {user} answered {status}: {session}")
+        headers["Authorization"] = "Bearer " + session["token"]
     request = urllib.request.Request(base.rstrip("/") + path, method=method, headers=headers,
                                      data=None if body is None else json.dumps(body).encode())
     try:

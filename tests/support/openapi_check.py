@@ -282,7 +282,7 @@ def self_check(document):
                                              "retry_safe": True}),
         "a wrong content type": answer("GET", "/metrics", 200, {"a": 1}, [etag]),
         "an error code its status does not have": answer(
-            "POST", "/events/demo-game/holds", 409, {"error": "missing_user", "message": "m"}),
+            "POST", "/events/demo-game/holds", 409, {"error": "unauthenticated", "message": "m"}),
         "a served document other than the file": answer(
             "GET", "/openapi.json", 200, {"openapi": "3.1.0", "info": {}, "paths": {}}, [etag]),
     }

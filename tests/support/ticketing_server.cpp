@@ -85,6 +85,7 @@ TicketingServer::TicketingServer(Options options, const Environment& environment
 
     std::vector<std::string> args = {
         SEATLOCK_TICKETING_BINARY, "--listen", "127.0.0.1:0", "--db", db_path(), "--threads", "4"};
+    if (options.trust_user_header) args.emplace_back("--trust-user-header");
     if (options.venue) {
         const std::string venue = dir_ + "/venue.json";
         std::ofstream(venue) << *options.venue;

@@ -2,6 +2,7 @@
 // tests/support/ticketing_server.hpp: starts the built seatlock-ticketing binary for one
 // test, on a free loopback port (--listen 127.0.0.1:0; the port is read from its log)
 // with its database in a fresh temporary directory, and waits until /healthz answers.
+// Unless told otherwise it trusts X-User-Id (Options::trust_user_header).
 // Also reads that database (read-only, with the sqlite3 C API) so tests can check the
 // rows the server wrote.
 #pragma once
@@ -19,12 +20,19 @@
 
 namespace seatlock::testing {
 
+/// How TicketingServer starts the server (TicketingServer::Options).
+struct TicketingServerOptions {
+    std::vector<std::string> args;     ///< extra flags (--backend, --hold-ttl, ...)
+    std::optional<std::string> venue;  ///< JSON written to a file and passed as --venue
+    /// The server takes the buyer from X-User-Id (--trust-user-header), as behind a
+    /// gateway that authenticates buyers: the tests that are not about who a buyer is
+    /// name them that way (HttpClient's `user`). False: buyers need sessions.
+    bool trust_user_header = true;
+};
+
 class TicketingServer {
 public:
-    struct Options {
-        std::vector<std::string> args;     ///< extra flags (--backend, --hold-ttl, ...)
-        std::optional<std::string> venue;  ///< JSON written to a file and passed as --venue
-    };
+    using Options = TicketingServerOptions;
     /// Variables (NAME, value) the server's environment has besides the test's own, or
     /// instead of the test's of the same name.
     using Environment = std::vector<std::pair<std::string, std::string>>;

@@ -67,6 +67,7 @@ TEST_CASE("each numeric flag takes its bounds and refuses past them, or no numbe
         {"--rate-buyer-reads", 0, 1000000},   {"--rate-buyer-read-burst", 1, 1000000},
         {"--rate-address-writes", 0, 1000000}, {"--rate-address-write-burst", 1, 1000000},
         {"--rate-address-reads", 0, 1000000},  {"--rate-address-read-burst", 1, 1000000},
+        {"--session-ttl", 60, 2592000},
     };
     for (const auto& b : bounds) {
         CAPTURE(b.flag);
@@ -153,6 +154,12 @@ const std::vector<std::string> every_flag = {
     "stream-buffer",
     "stream-send-buffer",
     "stream-frame-budget",
+    "session-key-file",
+    "session-ttl",
+    "sign-in",
+    "trust-user-header",
+    "behind-tls-proxy",
+    "admin-key-file",
 };
 
 
@@ -386,6 +393,53 @@ TEST_CASE(
         CHECK_FALSE(contains(text, "other"));
         CHECK_FALSE(contains(text, "hunter2"));
     }
+}
+
+TEST_CASE("a switch is true alone, or true or false given; anything else is refused") {
+    CHECK_FALSE(accepted({}).trust_user_header);
+    CHECK(accepted({"--trust-user-header"}).trust_user_header);
+    CHECK(accepted({"--trust-user-header", "--threads", "2"}).trust_user_header);
+    CHECK_FALSE(accepted({"--trust-user-header=false"}).trust_user_header);
+    CHECK(accepted({"--behind-tls-proxy=true"}).behind_tls_proxy);
+    CHECK(accepted({}, {{"SEATLOCK_TICKETING_TRUST_USER_HEADER", "true"}}).trust_user_header);
+    CHECK_FALSE(accepted({"--trust-user-header=false"}, {{"SEATLOCK_TICKETING_TRUST_USER_HEADER", "true"}})
+                    .trust_user_header);
+    check_refused({"--trust-user-header=yes"}, "--trust-user-header");
+    CHECK(contains(refusal({}, {{"SEATLOCK_TICKETING_BEHIND_TLS_PROXY", "1"}}),
+                   "SEATLOCK_TICKETING_BEHIND_TLS_PROXY"));
+    TempFiles files;
+    const auto file = files.write("settings.conf", "trust-user-header = true\n");
+    CHECK(accepted({"--config", file}).trust_user_header);
+}
+
+TEST_CASE("the session keys come from a file of one or two keys; the operator key from a file") {
+    TempFiles files;
+    const std::string a(32, 'a'), b(64, 'b');
+    const auto one = accepted({"--session-key-file", files.write("one", a + "\n")});
+    CHECK(one.session_keys == std::vector<std::string>{a});
+    const auto two = accepted(
+        {"--session-key-file", files.write("two", "# rotated on Monday\n" + b + "\r\n\n" + a)});
+    CHECK(two.session_keys == std::vector<std::string>{b, a});
+    CHECK(accepted({}).session_keys.empty());  // a key generated at start
+
+    auto text = refusal({"--session-key-file", files.write("short", std::string(31, 'k') + "\n")});
+    CHECK(contains(text, "--session-key-file"));
+    CHECK(contains(text, "at least 32 characters"));
+    CHECK_FALSE(contains(text, std::string(31, 'k')));  // the key is not echoed
+    text = refusal({"--session-key-file", files.write("three", a + "\n" + b + "\n" + a + "1\n")});
+    CHECK(contains(text, "three:3: at most two keys"));
+    CHECK(contains(refusal({"--session-key-file", files.write("none", "# nothing\n\n")}),
+                   "holds no key"));
+    CHECK(contains(refusal({"--session-key-file", files.path("missing")}), "cannot read it"));
+
+    const auto admin = accepted({"--admin-key-file", files.write("admin", "0123456789abcdef\n")});
+    CHECK(admin.admin_key == "0123456789abcdef");
+    CHECK(contains(refusal({"--admin-key-file", files.write("weak", "short\n")}),
+                   "at least 16 characters"));
+    // Sign-in for the operator only needs the operator key.
+    CHECK(contains(refusal({"--sign-in", "operator"}), "needs --admin-key-file"));
+    CHECK_FALSE(accepted({"--sign-in", "operator", "--admin-key-file", files.path("admin")}).open_sign_in);
+    check_refused({"--sign-in", "anyone"}, "--sign-in");
 }
 
 TEST_CASE("--help lists every flag with its environment variable and its default") {

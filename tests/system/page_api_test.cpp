@@ -124,7 +124,7 @@ TEST_CASE_TEMPLATE("a buyer's listings need the buyer and take only a known even
     auto client = server.client();
     for (const std::string what : {"holds", "orders"}) {
         CAPTURE(what);
-        CHECK(client.get("/me/" + what).error() == "missing_user");
+        CHECK(client.get("/me/" + what).error() == "unauthenticated");
         const auto unknown = get_as(client, "/me/" + what + "?event=no-such-game", "alice");
         CHECK(unknown.status == 404);
         CHECK(unknown.error() == "unknown_event");

@@ -5,7 +5,9 @@
 // without it (no EventSource, or the stream broke) the page asks every half second
 // whether anything changed (conditional GETs: If-None-Match -> 304). The buyer's own
 // holds and orders are asked for that way too. The map opens on an overview of the
-// event's zones with their free seats; choosing one zooms into its seats.
+// event's zones with their free seats; choosing one zooms into its seats. The buyer signs
+// in with a name (POST /session): the server's answer sets its session cookie (HttpOnly:
+// this script never sees the token), which the browser sends with every call.
 "use strict";
 
 const POLL_MS = 500;
@@ -13,7 +15,7 @@ const ID_PATTERN = /^[A-Za-z0-9._@+-]{1,128}$/;
 const SVG = "http://www.w3.org/2000/svg";
 
 const state = {
-  user: "",
+  user: "",              // the session's buyer (GET /session, POST /session)
   event: "",
   events: [],            // from GET /events
   map: null,             // the seat map in its wire form, decoded (decodeMap)
@@ -63,7 +65,6 @@ function list(items) {
 // server cannot be reached.
 async function api(method, url, body) {
   const headers = {};
-  if (state.user) headers["X-User-Id"] = state.user;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const response = await fetch(url, {
     method, headers, cache: "no-store",
@@ -74,16 +75,24 @@ async function api(method, url, body) {
   if (text) {
     try { json = JSON.parse(text); } catch (e) { json = null; }
   }
+  if (response.status === 401 && state.user) sessionEnded();
   return { status: response.status, body: json };
+}
+
+// The session expired (or the server's key changed): the page asks for the name again.
+function sessionEnded() {
+  state.user = "";
+  document.title = "Seats";
+  say("Your session ended: choose your name again.", true);
 }
 
 // A conditional GET: null when the answer is the one we already have (304).
 async function poll(url) {
   const headers = { "If-None-Match": state.etags.get(url) || "" };
-  if (state.user) headers["X-User-Id"] = state.user;
   if (!state.etags.has(url)) delete headers["If-None-Match"];
   const response = await fetch(url, { headers, cache: "no-store" });
   if (response.status === 304) return null;
+  if (response.status === 401 && state.user) { sessionEnded(); return null; }
   const body = await response.json();
   if (response.status !== 200) throw new Error(body.message || "HTTP " + response.status);
   const tag = response.headers.get("ETag");
@@ -695,7 +704,9 @@ function refusalText(zone, asked, body) {
         " and asked for " + asked + " more.";
     case "hold_expired":
       return "This hold expired before it was paid: its seats are free again.";
-    case "missing_user":
+    case "unauthenticated":
+    case "invalid_session":
+    case "session_expired":
       return "Choose your name first.";
     default:
       return (body && body.message) || "The server refused.";
@@ -800,6 +811,17 @@ function cancelOrder(order) {
 
 // ---- buyer and event
 
+// Signs in as `name`: true once the server gave the session (its cookie).
+async function signIn(name) {
+  const reply = await api("POST", "/session", { buyer: name });
+  if (reply.status !== 201) {
+    say((reply.body && reply.body.message) || "The server refused the name.", true);
+    return false;
+  }
+  useBuyer(name);
+  return true;
+}
+
 function useBuyer(name) {
   state.user = name;
   localStorage.setItem("seatlock.buyer", name);
@@ -828,15 +850,28 @@ function useEvent(id) {
 async function start() {
   const saved = localStorage.getItem("seatlock.buyer");
   const input = $("buyer");
-  if (saved && ID_PATTERN.test(saved)) { input.value = saved; useBuyer(saved); }
-  $("buyer-form").addEventListener("submit", (e) => {
+  if (saved && ID_PATTERN.test(saved)) input.value = saved;
+  // A session still open (its cookie) names the buyer; otherwise the name is asked for.
+  try {
+    const who = await api("GET", "/session");
+    if (who.status === 200 && who.body && who.body.buyer) {
+      input.value = who.body.buyer;
+      useBuyer(who.body.buyer);
+    }
+  } catch (e) { /* the loop below says the server cannot be reached */ }
+  $("buyer-form").addEventListener("submit", async (e) => {
     e.preventDefault();
     const name = input.value.trim();
     if (!ID_PATTERN.test(name)) {
       say("A name is 1 to 128 letters, digits or . _ @ + -", true);
       return;
     }
-    useBuyer(name);
+    try {
+      if (!(await signIn(name))) return;
+    } catch (err) {
+      say("Cannot reach the server (" + err.message + "); try again.", true);
+      return;
+    }
     say("Buying as " + name + ".");
     refresh().catch(() => {});
   });
