@@ -33,6 +33,12 @@ struct Api::Call {
     // Whether the client may send the same request again after a 5xx: false only for a
     // hold without an Idempotency-Key whose outcome is unknown (a retry could hold twice).
     bool retry_safe = true;
+    // Where the buyer is noted for the access log, if anywhere (handle()'s caller).
+    RequestNote* note = nullptr;
+
+    // The buyer the call acts for (X-User-Id), noted; throws BadInput when not named or
+    // invalid.
+    std::string buyer();
 };
 
 namespace {
@@ -267,6 +273,16 @@ std::string buyer(const HttpRequest& request) {
     return id;
 }
 
+}  // namespace
+
+std::string Api::Call::buyer() {
+    std::string user = ticketing::buyer(request);
+    if (note) note->buyer = user;
+    return user;
+}
+
+namespace {
+
 json::object body_object(const HttpRequest& request, bool required) {
     const std::string& body = request.body();
     if (body.empty()) {
@@ -358,8 +374,8 @@ http::status status_for(const std::error_code& code) {
 HttpResponse Api::failure(const Call& call, const seatlock::Failure& f) {
     const http::status status = status_for(f.code);
     if (f.code.category() != seatlock::error_category()) {
-        log("{} {}: {}", std::string_view(call.request.method_string()),
-            std::string_view(call.request.target()), f.code.message() + ": " + f.detail);
+        log_error("{} {}: {}", std::string_view(call.request.method_string()),
+                  std::string_view(call.request.target()), f.code.message() + ": " + f.detail);
         return error_response(status, "internal_error", f.detail);
     }
     const auto e = static_cast<errc>(f.code.value());
@@ -393,7 +409,7 @@ HttpResponse Api::failure(const Call& call, const seatlock::Failure& f) {
     return response;
 }
 
-Api::Answer Api::handle(HttpRequest request) {
+Api::Answer Api::handle(HttpRequest request, RequestNote* note) {
     // What went wrong, answered after the catch (a handler may not co_await, and the
     // answer is plain data anyway).
     std::optional<HttpResponse> refused;
@@ -405,6 +421,7 @@ Api::Answer Api::handle(HttpRequest request) {
                                      "malformed request target");
         }
         Call call{request, {}, {}, {}};
+        call.note = note;
         for (auto segment : url->segments()) call.path.emplace_back(segment);
         for (auto param : url->params()) call.query.emplace_back(param.key, param.value);
         auto response = co_await route(call);
@@ -412,59 +429,97 @@ Api::Answer Api::handle(HttpRequest request) {
     } catch (const BadInput& e) {
         refused = error_response(e.status, e.code, e.message);
     } catch (const DatabaseError& e) {
-        log("database: {}", e.what());
+        log_warn("database: {}", e.what());
         refused = error_with_details(http::status::service_unavailable, "database_unavailable",
                                      e.what(), json::object{{"retry_safe", true}});
         refused->set(http::field::retry_after, "1");
     } catch (const std::exception& e) {
-        log("{} {} failed: {}", std::string_view(request.method_string()),
-            std::string_view(request.target()), e.what());
+        log_error("{} {} failed: {}", std::string_view(request.method_string()),
+                  std::string_view(request.target()), e.what());
         refused = error_response(http::status::internal_server_error, "internal_error", e.what());
     }
     co_return std::move(*refused);
 }
 
-Api::Answer Api::route(Call& call) {
-    using Handler = Answer (Api::*)(Call&);
-    struct Route {
-        http::verb verb;
-        std::array<std::string_view, 3> pattern;  // "*" matches one segment; "" ends it
-        Handler handler;
-    };
-    static constexpr std::array<Route, 15> routes = {{
-        {http::verb::get, {""}, &Api::page},
-        {http::verb::get, {"assets", "*"}, &Api::asset},
-        {http::verb::get, {"healthz"}, &Api::healthz},
-        {http::verb::get, {"readyz"}, &Api::readyz},
-        {http::verb::get, {"metrics"}, &Api::metrics},
-        {http::verb::get, {"events"}, &Api::events},
-        {http::verb::get, {"events", "*", "seats"}, &Api::seats},
-        {http::verb::post, {"events", "*", "holds"}, &Api::hold},
-        {http::verb::post, {"holds", "*", "extend"}, &Api::extend},
-        {http::verb::post, {"holds", "*", "confirm"}, &Api::confirm},
-        {http::verb::delete_, {"holds", "*"}, &Api::release},
-        {http::verb::post, {"orders", "*", "cancel"}, &Api::cancel},
-        {http::verb::get, {"me", "holds"}, &Api::my_holds},
-        {http::verb::get, {"me", "orders"}, &Api::my_orders},
-        {http::verb::get, {"openapi.json"}, &Api::openapi},
-    }};
+// The router's table: each route's method, its template (as docs/openapi.yaml names the
+// path: a `{name}` segment matches any one segment, handed to the handler) and handler.
+// The template is also the route's label in the metrics and the access log.
+struct Api::Route {
+    http::verb verb;
+    std::string_view path;
+    Answer (Api::*handler)(Call&);
+};
 
-    std::string allowed;
-    for (const auto& route : routes) {
-        std::vector<std::string> params;
-        std::size_t n = 0;
-        bool match = true;
-        for (; n < route.pattern.size() && !route.pattern[n].empty(); ++n) {
-            if (n >= call.path.size()) {
-                match = false;
-                break;
-            }
-            if (route.pattern[n] == "*")
-                params.push_back(call.path[n]);
-            else if (route.pattern[n] != call.path[n])
-                match = false;
+std::span<const Api::Route> Api::route_table() {
+    static const std::array<Route, 15> routes = {{
+        {http::verb::get, "/", &Api::page},
+        {http::verb::get, "/assets/{file}", &Api::asset},
+        {http::verb::get, "/healthz", &Api::healthz},
+        {http::verb::get, "/readyz", &Api::readyz},
+        {http::verb::get, "/metrics", &Api::metrics},
+        {http::verb::get, "/events", &Api::events},
+        {http::verb::get, "/events/{event}/seats", &Api::seats},
+        {http::verb::post, "/events/{event}/holds", &Api::hold},
+        {http::verb::post, "/holds/{token}/extend", &Api::extend},
+        {http::verb::post, "/holds/{token}/confirm", &Api::confirm},
+        {http::verb::delete_, "/holds/{token}", &Api::release},
+        {http::verb::post, "/orders/{order}/cancel", &Api::cancel},
+        {http::verb::get, "/me/holds", &Api::my_holds},
+        {http::verb::get, "/me/orders", &Api::my_orders},
+        {http::verb::get, "/openapi.json", &Api::openapi},
+    }};
+    return routes;
+}
+
+namespace {
+
+// Whether the decoded segments `path` fit `route_path` (a template of the table); its
+// `{name}` segments' values are added to `params` when given.
+bool path_matches(std::string_view route_path, const std::vector<std::string>& path,
+                  std::vector<std::string>* params) {
+    std::size_t n = 0;
+    // After the leading '/': "/" has no segment.
+    for (std::string_view rest = route_path.substr(1); !rest.empty(); ++n) {
+        const auto slash = rest.find('/');
+        const auto segment = rest.substr(0, slash);
+        if (n >= path.size()) return false;
+        if (segment.starts_with('{')) {
+            if (params) params->push_back(path[n]);
+        } else if (segment != path[n]) {
+            return false;
         }
-        if (!match || n != call.path.size()) continue;
+        rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+    }
+    return n == path.size();
+}
+
+}  // namespace
+
+std::string_view Api::route_label(const http::request_header<>& request) {
+    const std::string_view target(request.target().data(), request.target().size());
+    const auto url = boost::urls::parse_origin_form(target);
+    if (!url) return "other";
+    std::vector<std::string> path;
+    for (auto segment : url->segments()) path.emplace_back(segment);
+    if (path.size() == 3 && path[0] == "events" && path[2] == "stream")
+        return "/events/{event}/stream";
+    for (const auto& route : route_table())
+        if (path_matches(route.path, path, nullptr)) return route.path;
+    return "other";
+}
+
+std::string_view Api::method_label(const http::request_header<>& request) {
+    const auto verb = request.method();
+    if (verb == http::verb::unknown) return "other";
+    const auto name = http::to_string(verb);
+    return {name.data(), name.size()};
+}
+
+Api::Answer Api::route(Call& call) {
+    std::string allowed;
+    for (const auto& route : route_table()) {
+        std::vector<std::string> params;
+        if (!path_matches(route.path, call.path, &params)) continue;
         if (route.verb != call.request.method()) {
             allowed += (allowed.empty() ? "" : ", ") + std::string(http::to_string(route.verb));
             continue;
@@ -652,7 +707,7 @@ std::optional<std::variant<StreamStart, HttpResponse>> Api::stream_request(
 }
 
 Api::Answer Api::hold(Call& call) {
-    const std::string user = buyer(call.request);
+    const std::string user = call.buyer();
     const json::object body = body_object(call.request, true);
     only_fields(body, {"zone", "seats", "quantity", "best_available"});
     const std::string zone = string_field(body, "zone");
@@ -686,7 +741,7 @@ Api::Answer Api::hold(Call& call) {
 }
 
 Api::Answer Api::extend(Call& call) {
-    const std::string user = buyer(call.request);
+    const std::string user = call.buyer();
     const json::object body = body_object(call.request, true);
     only_fields(body, {"ttl_s"});
     const std::int64_t ttl = integer_field(body, "ttl_s");
@@ -700,7 +755,7 @@ Api::Answer Api::extend(Call& call) {
 }
 
 Api::Answer Api::confirm(Call& call) {
-    const std::string user = buyer(call.request);
+    const std::string user = call.buyer();
     const json::object body = body_object(call.request, true);
     only_fields(body, {"payment_id"});
     const std::string payment_id = string_field(body, "payment_id");
@@ -711,7 +766,7 @@ Api::Answer Api::confirm(Call& call) {
 }
 
 Api::Answer Api::release(Call& call) {
-    const std::string user = buyer(call.request);
+    const std::string user = call.buyer();
     only_fields(body_object(call.request, false), {});
     auto released = co_await ticketing_->release(user, call.params[0]);
     feed_->note_write();  // whatever the answer: the storage may have changed
@@ -720,7 +775,7 @@ Api::Answer Api::release(Call& call) {
 }
 
 Api::Answer Api::cancel(Call& call) {
-    const std::string user = buyer(call.request);
+    const std::string user = call.buyer();
     only_fields(body_object(call.request, false), {});
     auto order = co_await ticketing_->cancel(user, call.params[0]);
     feed_->note_write();  // whatever the answer: the storage may have changed
@@ -729,14 +784,14 @@ Api::Answer Api::cancel(Call& call) {
 }
 
 Api::Answer Api::my_holds(Call& call) {
-    const std::string user = buyer(call.request);
+    const std::string user = call.buyer();
     auto holds = co_await ticketing_->holds_of(user, event_filter(call.query));
     if (!holds) co_return failure(call, holds.error());
     co_return json_response(http::status::ok, listing("holds", *holds));
 }
 
 Api::Answer Api::my_orders(Call& call) {
-    const std::string user = buyer(call.request);
+    const std::string user = call.buyer();
     auto orders = co_await ticketing_->orders_of(user, event_filter(call.query));
     if (!orders) co_return failure(call, orders.error());
     co_return json_response(http::status::ok, listing("orders", *orders));

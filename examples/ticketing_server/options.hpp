@@ -22,6 +22,8 @@
 #include <variant>
 #include <vector>
 
+#include "log.hpp"
+
 namespace ticketing {
 
 /// Where seats are held: in this process, or in Redis.
@@ -88,6 +90,10 @@ struct ServerOptions {
     std::int64_t rate_address_write_burst = 100;
     std::int64_t rate_address_reads = 0;
     std::int64_t rate_address_read_burst = 400;
+    /// The lowest level of the lines written, the access log's included (log.hpp).
+    LogLevel log_level = LogLevel::info;
+    /// The access log (access_log.hpp): "on" (stderr), "off", or a file to append to.
+    std::string access_log = "on";
 };
 
 /// The process environment as NAME -> value; parse_options reads the variables named
