@@ -292,11 +292,10 @@ private:
     // (the request itself goes to its handler).
     void begin_request(const http::request_header<>& header) {
         const auto given = header.find("X-Request-Id");
-        request_id_ = request_id_for(
-            given == header.end()
-                ? std::nullopt
-                : std::optional<std::string_view>(
-                      std::string_view(given->value().data(), given->value().size())));
+        request_id_ = request_id_for(given == header.end()
+                                         ? std::nullopt
+                                         : std::optional<std::string_view>(std::string_view(
+                                               given->value().data(), given->value().size())));
         route_ = Api::route_label(header);
         method_ = Api::method_label(header);
         target_.assign(header.target().data(), header.target().size());
@@ -396,9 +395,9 @@ private:
             // A stream's access line: how long the viewer stayed and all it was sent.
             stream_logged_ = true;
             if (limits_.access_log && limits_.access_log->wants(route_, 200)) {
+                const auto stayed = std::chrono::steady_clock::now() - stream_started_;
                 limits_.access_log->write(AccessEntry{request_id_, method_, route_, target_, 200,
-                                                      std::chrono::steady_clock::now() - stream_started_,
-                                                      stream_bytes_, peer_, {}});
+                                                      stayed, stream_bytes_, peer_, ""});
             }
         }
         coalesce_timer_.cancel();

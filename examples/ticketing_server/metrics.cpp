@@ -32,8 +32,8 @@ void Metrics::request_done(std::string_view route, std::string_view method, unsi
     const double seconds = std::chrono::duration<double>(took).count();
     std::size_t bucket = 0;
     while (bucket < bucket_bounds.size() && seconds > bucket_bounds[bucket]) ++bucket;
-    const auto ns =
-        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
+    const auto ns = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
     std::lock_guard lock(maps_mutex_);
     ++responses_[status];
     auto& latency = latencies_[{route, method}];

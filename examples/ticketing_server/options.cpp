@@ -276,7 +276,8 @@ std::vector<Flag> flags() {
          "one JSON line per answered request: on, with the other lines on stderr; off; or "
          "appended to FILE",
          d.access_log,
-         text("on, off or a file", [](ServerOptions& o, std::string v) { o.access_log = std::move(v); })},
+         text("on, off or a file",
+              [](ServerOptions& o, std::string v) { o.access_log = std::move(v); })},
         {"feed-interval-ms", "MS",
          "how often the seat feed asks the storage for each event's changes (this process's "
          "own writes wake it sooner)",

@@ -434,7 +434,8 @@ asio::awaitable<bool> SeatFeed::follow(EventFeed& feed) {
             failure = map.error().message();
         }
     }
-    if (!failure.empty() && !feed.failing) log_warn("seat feed of {} failing: {}", feed.id, failure);
+    if (!failure.empty() && !feed.failing)
+        log_warn("seat feed of {} failing: {}", feed.id, failure);
     if (failure.empty() && feed.failing) log("seat feed of {} working again", feed.id);
     feed.failing = !failure.empty();
     co_return more;

@@ -390,14 +390,17 @@ TEST_CASE(
     }
 }
 
-TEST_CASE("--log-level takes debug, info, warn or error, from any place; --access-log on, off or a file") {
+TEST_CASE(
+    "--log-level takes debug, info, warn or error, from any place; --access-log on, off or a "
+    "file") {
     CHECK(ServerOptions{}.log_level == ticketing::LogLevel::info);
     CHECK(ServerOptions{}.access_log == "on");
     CHECK(accepted({"--log-level", "debug"}, {}).log_level == ticketing::LogLevel::debug);
     CHECK(accepted({}, {{"SEATLOCK_TICKETING_LOG_LEVEL", "warn"}}).log_level ==
           ticketing::LogLevel::warn);
-    CHECK(accepted({"--log-level", "error"}, {{"SEATLOCK_TICKETING_LOG_LEVEL", "warn"}}).log_level ==
-          ticketing::LogLevel::error);
+    CHECK(
+        accepted({"--log-level", "error"}, {{"SEATLOCK_TICKETING_LOG_LEVEL", "warn"}}).log_level ==
+        ticketing::LogLevel::error);
     const auto text = refusal({"--log-level", "loud"});
     CHECK(contains(text, "--log-level expects debug, info, warn or error"));
     CHECK(contains(refusal({"--log-level", "INFO"}), "--log-level"));
