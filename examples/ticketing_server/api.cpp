@@ -35,6 +35,9 @@ struct Api::Call {
     // Whether the client may send the same request again after a 5xx: false only for a
     // hold without an Idempotency-Key whose outcome is unknown (a retry could hold twice).
     bool retry_safe = true;
+    // Where the buyer is noted for the access log, if anywhere (handle()'s caller):
+    // Api::buyer notes the one it finds.
+    RequestNote* note = nullptr;
 };
 
 namespace {
@@ -336,6 +339,7 @@ std::string Api::buyer(const Call& call) const {
                 if (auto why = auth_->cross_origin(call.request, who))
                     throw BadInput{http::status::forbidden, "cross_origin", *why};
             }
+            if (call.note) call.note->buyer = who.buyer;
             return who.buyer;
         case Identity::Kind::operator_:
             throw BadInput{http::status::forbidden, "operator_key",
@@ -376,8 +380,8 @@ http::status status_for(const std::error_code& code) {
 HttpResponse Api::failure(const Call& call, const seatlock::Failure& f) {
     const http::status status = status_for(f.code);
     if (f.code.category() != seatlock::error_category()) {
-        log("{} {}: {}", std::string_view(call.request.method_string()),
-            std::string_view(call.request.target()), f.code.message() + ": " + f.detail);
+        log_error("{} {}: {}", std::string_view(call.request.method_string()),
+                  std::string_view(call.request.target()), f.code.message() + ": " + f.detail);
         return error_response(status, "internal_error", f.detail);
     }
     const auto e = static_cast<errc>(f.code.value());
@@ -411,7 +415,7 @@ HttpResponse Api::failure(const Call& call, const seatlock::Failure& f) {
     return response;
 }
 
-Api::Answer Api::handle(HttpRequest request, Identity identity) {
+Api::Answer Api::handle(HttpRequest request, Identity identity, RequestNote* note) {
     // What went wrong, answered after the catch (a handler may not co_await, and the
     // answer is plain data anyway).
     std::optional<HttpResponse> refused;
@@ -423,6 +427,7 @@ Api::Answer Api::handle(HttpRequest request, Identity identity) {
                                      "malformed request target");
         }
         Call call{request, identity, {}, {}, {}};
+        call.note = note;
         for (auto segment : url->segments()) call.path.emplace_back(segment);
         for (auto param : url->params()) call.query.emplace_back(param.key, param.value);
         auto response = co_await route(call);
@@ -431,62 +436,100 @@ Api::Answer Api::handle(HttpRequest request, Identity identity) {
         refused = error_response(e.status, e.code, e.message);
         if (!e.challenge.empty()) refused->set(http::field::www_authenticate, e.challenge);
     } catch (const DatabaseError& e) {
-        log("database: {}", e.what());
+        log_warn("database: {}", e.what());
         refused = error_with_details(http::status::service_unavailable, "database_unavailable",
                                      e.what(), json::object{{"retry_safe", true}});
         refused->set(http::field::retry_after, "1");
     } catch (const std::exception& e) {
-        log("{} {} failed: {}", std::string_view(request.method_string()),
-            std::string_view(request.target()), e.what());
+        log_error("{} {} failed: {}", std::string_view(request.method_string()),
+                  std::string_view(request.target()), e.what());
         refused = error_response(http::status::internal_server_error, "internal_error", e.what());
     }
     co_return std::move(*refused);
 }
 
-Api::Answer Api::route(Call& call) {
-    using Handler = Answer (Api::*)(Call&);
-    struct Route {
-        http::verb verb;
-        std::array<std::string_view, 3> pattern;  // "*" matches one segment; "" ends it
-        Handler handler;
-    };
-    static constexpr std::array<Route, 18> routes = {{
-        {http::verb::get, {""}, &Api::page},
-        {http::verb::get, {"assets", "*"}, &Api::asset},
-        {http::verb::get, {"healthz"}, &Api::healthz},
-        {http::verb::get, {"readyz"}, &Api::readyz},
-        {http::verb::get, {"metrics"}, &Api::metrics},
-        {http::verb::get, {"events"}, &Api::events},
-        {http::verb::get, {"events", "*", "seats"}, &Api::seats},
-        {http::verb::post, {"events", "*", "holds"}, &Api::hold},
-        {http::verb::post, {"holds", "*", "extend"}, &Api::extend},
-        {http::verb::post, {"holds", "*", "confirm"}, &Api::confirm},
-        {http::verb::delete_, {"holds", "*"}, &Api::release},
-        {http::verb::post, {"orders", "*", "cancel"}, &Api::cancel},
-        {http::verb::get, {"me", "holds"}, &Api::my_holds},
-        {http::verb::get, {"me", "orders"}, &Api::my_orders},
-        {http::verb::get, {"openapi.json"}, &Api::openapi},
-        {http::verb::post, {"session"}, &Api::sign_in},
-        {http::verb::get, {"session"}, &Api::session},
-        {http::verb::delete_, {"session"}, &Api::sign_out},
-    }};
+// The router's table: each route's method, its template (as docs/openapi.yaml names the
+// path: a `{name}` segment matches any one segment, handed to the handler) and handler.
+// The template is also the route's label in the metrics and the access log.
+struct Api::Route {
+    http::verb verb;
+    std::string_view path;
+    Answer (Api::*handler)(Call&);
+};
 
-    std::string allowed;
-    for (const auto& route : routes) {
-        std::vector<std::string> params;
-        std::size_t n = 0;
-        bool match = true;
-        for (; n < route.pattern.size() && !route.pattern[n].empty(); ++n) {
-            if (n >= call.path.size()) {
-                match = false;
-                break;
-            }
-            if (route.pattern[n] == "*")
-                params.push_back(call.path[n]);
-            else if (route.pattern[n] != call.path[n])
-                match = false;
+std::span<const Api::Route> Api::route_table() {
+    static const std::array<Route, 18> routes = {{
+        {http::verb::get, "/", &Api::page},
+        {http::verb::get, "/assets/{file}", &Api::asset},
+        {http::verb::get, "/healthz", &Api::healthz},
+        {http::verb::get, "/readyz", &Api::readyz},
+        {http::verb::get, "/metrics", &Api::metrics},
+        {http::verb::get, "/events", &Api::events},
+        {http::verb::get, "/events/{event}/seats", &Api::seats},
+        {http::verb::post, "/events/{event}/holds", &Api::hold},
+        {http::verb::post, "/holds/{token}/extend", &Api::extend},
+        {http::verb::post, "/holds/{token}/confirm", &Api::confirm},
+        {http::verb::delete_, "/holds/{token}", &Api::release},
+        {http::verb::post, "/orders/{order}/cancel", &Api::cancel},
+        {http::verb::get, "/me/holds", &Api::my_holds},
+        {http::verb::get, "/me/orders", &Api::my_orders},
+        {http::verb::get, "/openapi.json", &Api::openapi},
+        {http::verb::post, "/session", &Api::sign_in},
+        {http::verb::get, "/session", &Api::session},
+        {http::verb::delete_, "/session", &Api::sign_out},
+    }};
+    return routes;
+}
+
+namespace {
+
+// Whether the decoded segments `path` fit `route_path` (a template of the table); its
+// `{name}` segments' values are added to `params` when given.
+bool path_matches(std::string_view route_path, const std::vector<std::string>& path,
+                  std::vector<std::string>* params) {
+    std::size_t n = 0;
+    // After the leading '/': "/" has no segment.
+    for (std::string_view rest = route_path.substr(1); !rest.empty(); ++n) {
+        const auto slash = rest.find('/');
+        const auto segment = rest.substr(0, slash);
+        if (n >= path.size()) return false;
+        if (segment.starts_with('{')) {
+            if (params) params->push_back(path[n]);
+        } else if (segment != path[n]) {
+            return false;
         }
-        if (!match || n != call.path.size()) continue;
+        rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+    }
+    return n == path.size();
+}
+
+}  // namespace
+
+std::string_view Api::route_label(const http::request_header<>& request) {
+    const std::string_view target(request.target().data(), request.target().size());
+    const auto url = boost::urls::parse_origin_form(target);
+    if (!url) return "other";
+    std::vector<std::string> path;
+    for (auto segment : url->segments()) path.emplace_back(segment);
+    if (path.size() == 3 && path[0] == "events" && path[2] == "stream")
+        return "/events/{event}/stream";
+    for (const auto& route : route_table())
+        if (path_matches(route.path, path, nullptr)) return route.path;
+    return "other";
+}
+
+std::string_view Api::method_label(const http::request_header<>& request) {
+    const auto verb = request.method();
+    if (verb == http::verb::unknown) return "other";
+    const auto name = http::to_string(verb);
+    return {name.data(), name.size()};
+}
+
+Api::Answer Api::route(Call& call) {
+    std::string allowed;
+    for (const auto& route : route_table()) {
+        std::vector<std::string> params;
+        if (!path_matches(route.path, call.path, &params)) continue;
         if (route.verb != call.request.method()) {
             allowed += (allowed.empty() ? "" : ", ") + std::string(http::to_string(route.verb));
             continue;

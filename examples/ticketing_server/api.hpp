@@ -42,6 +42,9 @@
 
 #include <optional>
 #include <seatlock/vocabulary.hpp>
+#include <span>
+#include <string>
+#include <string_view>
 #include <variant>
 
 #include "metrics.hpp"
@@ -53,6 +56,11 @@ namespace ticketing {
 
 using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
+
+/// What the router learnt of a request, for the access log (access_log.hpp).
+struct RequestNote {
+    std::string buyer;  ///< the buyer the request acted for; empty when it named none
+};
 
 /// A seat map stream to open: its event, and the version the viewer has (Last-Event-ID).
 struct StreamStart {
@@ -82,13 +90,25 @@ public:
     /// Answers one request: a coroutine that never blocks its thread (Ticketing's calls
     /// wait on timers, the storage's replies and the database's thread). Never throws:
     /// failures of the storage become 503 responses. The caller sets keep-alive and the
-    /// payload size.
-    /// `identity` is identify(request).
-    boost::asio::awaitable<HttpResponse> handle(HttpRequest request, Identity identity);
+    /// payload size. `identity` is identify(request). What it learns of the request goes
+    /// to `note` when given, which must outlive the coroutine.
+    boost::asio::awaitable<HttpResponse> handle(HttpRequest request, Identity identity,
+                                                RequestNote* note = nullptr);
+
+    /// The template of the route `request`'s path is at, as docs/openapi.yaml names it
+    /// (`/events/{event}/holds`), whatever its method; "other" for a path with no
+    /// endpoint. A view of a static string: the label of the request's metrics and access
+    /// log line, from a bounded set.
+    static std::string_view route_label(const boost::beast::http::request_header<>& request);
+    /// The request's method ("GET", ...; "other" for one HTTP does not define): a view of
+    /// a static string.
+    static std::string_view method_label(const boost::beast::http::request_header<>& request);
 
 private:
     struct Call;
+    struct Route;
     using Answer = boost::asio::awaitable<HttpResponse>;
+    static std::span<const Route> route_table();
     Answer route(Call& call);
 
     Answer healthz(Call& call);

@@ -61,7 +61,8 @@ asio::awaitable<void> ExpiryDrain::run(std::shared_ptr<State> state, Ticketing& 
         } catch (const std::exception& e) {
             failure = e.what();
         }
-        if (!failure.empty() && !failing) log("expiry drain failing (will retry): {}", failure);
+        if (!failure.empty() && !failing)
+            log_warn("expiry drain failing (will retry): {}", failure);
         if (failure.empty() && failing) log("expiry drain working again");
         failing = !failure.empty();
 

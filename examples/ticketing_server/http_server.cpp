@@ -264,6 +264,7 @@ private:
         HttpRequest request = parser_->release();
         // Read once: the rate limiter keys buyers by it, the handler acts for it.
         Identity identity = api_.identify(request);
+        begin_request(request);
         if (limits_.rate_limiter) {
             std::optional<std::string_view> buyer;
             if (identity.kind == Identity::Kind::buyer) buyer = identity.buyer;
@@ -280,7 +281,7 @@ private:
         }
         const unsigned version = request.version();
         const bool keep_alive = request.keep_alive();
-        asio::co_spawn(stream_.get_executor(), api_.handle(std::move(request), std::move(identity)),
+        asio::co_spawn(stream_.get_executor(), api_.handle(std::move(request), std::move(identity), &note_),
                        [self = shared_from_this(), started, version, keep_alive](
                            std::exception_ptr failed, HttpResponse response) {
                            if (failed) {
@@ -292,13 +293,39 @@ private:
                        });
     }
 
+    // What the metrics and the access line of a request need of it, kept from its header
+    // (the request itself goes to its handler).
+    void begin_request(const http::request_header<>& header) {
+        const auto given = header.find("X-Request-Id");
+        request_id_ = request_id_for(given == header.end()
+                                         ? std::nullopt
+                                         : std::optional<std::string_view>(std::string_view(
+                                               given->value().data(), given->value().size())));
+        route_ = Api::route_label(header);
+        method_ = Api::method_label(header);
+        target_.assign(header.target().data(), header.target().size());
+        note_ = RequestNote{};
+    }
+
+    // A request counted and logged: its answer's status, time and body size.
+    void finish_request(unsigned status, std::chrono::steady_clock::duration took,
+                        std::uint64_t bytes) {
+        metrics_.request_done(route_, method_, status, took);
+        if (limits_.access_log && limits_.access_log->wants(route_, status)) {
+            limits_.access_log->write(AccessEntry{request_id_, method_, route_, target_, status,
+                                                  took, bytes, peer_, note_.buyer});
+        }
+    }
+
     void answer(HttpResponse response, unsigned version, bool keep_alive,
                 std::chrono::steady_clock::time_point started) {
         response.version(version);
         response.set(http::field::server, "seatlock-ticketing");
+        response.set("X-Request-Id", request_id_);
         response.keep_alive(keep_alive && !stopping_);
         response.prepare_payload();
-        metrics_.request_done(response.result_int(), std::chrono::steady_clock::now() - started);
+        finish_request(response.result_int(), std::chrono::steady_clock::now() - started,
+                       response.body().size());
         write(std::move(response), false);
     }
 
@@ -323,11 +350,19 @@ private:
 
     // Answers a request that cannot be read, then closes its connection.
     void reject(http::status status, std::string_view code, const std::string& message) {
+        // The header, when it was read whole, names the request; otherwise it is "other".
+        if (parser_ && parser_->is_header_done()) {
+            begin_request(parser_->get().base());
+        } else {
+            begin_request(http::request_header<>{});
+        }
         HttpResponse response = error_response(status, code, message);
         response.set(http::field::server, "seatlock-ticketing");
+        response.set("X-Request-Id", request_id_);
         response.keep_alive(false);
         response.prepare_payload();
-        metrics_.request_done(response.result_int(), std::chrono::steady_clock::duration{});
+        finish_request(response.result_int(), std::chrono::steady_clock::duration{},
+                       response.body().size());
         write(std::move(response), true);
     }
 
@@ -361,6 +396,15 @@ private:
     }
 
     void close() {
+        if (streaming_ && !stream_logged_) {
+            // A stream's access line: how long the viewer stayed and all it was sent.
+            stream_logged_ = true;
+            if (limits_.access_log && limits_.access_log->wants(route_, 200)) {
+                const auto stayed = std::chrono::steady_clock::now() - stream_started_;
+                limits_.access_log->write(AccessEntry{request_id_, method_, route_, target_, 200,
+                                                      stayed, stream_bytes_, peer_, ""});
+            }
+        }
         coalesce_timer_.cancel();
         heartbeat_timer_.cancel();
         beast::error_code ignored;
@@ -389,8 +433,9 @@ private:
     void start_stream(const StreamStart& start) {
         streaming_ = true;
         stream_event_ = start.event;
+        stream_started_ = std::chrono::steady_clock::now();
         metrics_.stream_viewers(1);
-        metrics_.request_done(200, std::chrono::steady_clock::duration{});
+        metrics_.request_done(route_, method_, 200, std::chrono::steady_clock::duration{});
         beast::error_code ignored;
         stream_.socket().set_option(asio::socket_base::send_buffer_size(limits_.send_buffer),
                                     ignored);
@@ -398,8 +443,8 @@ private:
         pending_ =
             "HTTP/1.1 200 OK\r\nServer: seatlock-ticketing\r\n"
             "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-            "X-Accel-Buffering: no\r\nConnection: close\r\n\r\n"
-            "retry: 1000\n\n";
+            "X-Accel-Buffering: no\r\nConnection: close\r\nX-Request-Id: " +
+            request_id_ + "\r\n\r\nretry: 1000\n\n";
         // The first frame: the changes after the viewer's version when this process still
         // has them, the whole map otherwise.
         SeatFeed& feed = api_.feed();
@@ -466,8 +511,8 @@ private:
         // Frames pile up only while the socket has not taken the previous ones.
         if (writing_busy_ && pending_.size() > limits_.buffer_limit) {
             metrics_.stream_cut_off();
-            log("stream of {}: a viewer fell {} bytes behind: cut off", stream_event_,
-                pending_.size());
+            log_warn("stream of {}: a viewer fell {} bytes behind: cut off", stream_event_,
+                     pending_.size());
             return end_stream();
         }
         flush();
@@ -522,6 +567,7 @@ private:
         writing_.swap(pending_);
         pending_.clear();
         writing_busy_ = true;
+        stream_bytes_ += writing_.size();
         last_write_ = std::chrono::steady_clock::now();
         // A write is given as long as a silent connection is; then the viewer is gone.
         stream_.expires_after(limits_.idle_timeout);
@@ -587,7 +633,17 @@ private:
     std::string writing_;
     std::chrono::steady_clock::time_point last_frame_{};
     std::chrono::steady_clock::time_point last_write_{};
-    std::string peer_;  // the client's address, for the rate limiter
+    std::string peer_;  // the client's address, for the rate limiter and the access log
+    // The request being answered (begin_request), for its metrics and access line.
+    std::string request_id_;
+    std::string_view route_ = "other";
+    std::string_view method_ = "other";
+    std::string target_;
+    RequestNote note_;
+    // A stream's access line (written once, when it ends).
+    std::chrono::steady_clock::time_point stream_started_{};
+    std::uint64_t stream_bytes_ = 0;
+    bool stream_logged_ = false;
 };
 
 class HttpServer::Listener : public std::enable_shared_from_this<Listener> {
@@ -636,7 +692,7 @@ private:
         if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
         if (ec) {
             // Out of file descriptors and the like: pause instead of spinning.
-            log("accept failed: {}", ec.message());
+            log_warn("accept failed: {}", ec.message());
             retry_.expires_after(std::chrono::milliseconds(100));
             retry_.async_wait([self = shared_from_this()](beast::error_code wait_ec) {
                 if (!wait_ec) self->accept();

@@ -10,6 +10,11 @@
 // refused, and the connection closed. A client that expects 100-continue is told to go
 // on once its header passed.
 //
+// Every answer carries the request's id as X-Request-Id (access_log.hpp: the request's own
+// when valid, a new one otherwise), and is counted in the metrics and written to the
+// access log under its route's template and its method (Api::route_label, method_label).
+// A stream's access line is written when it ends, with all the bytes it sent.
+//
 // GET /events/{id}/stream turns its connection into a Server-Sent Events stream of the
 // seat map (docs/ticketing-server.md, "The stream"): the first frame is the whole map
 // (or, with a Last-Event-ID the process still has the changes after, those changes),
@@ -32,6 +37,7 @@
 #include <memory>
 #include <vector>
 
+#include "access_log.hpp"
 #include "api.hpp"
 #include "metrics.hpp"
 #include "rate_limit.hpp"
@@ -61,6 +67,9 @@ struct HttpLimits {
     /// The per-buyer and per-address token buckets every request passes first
     /// (rate_limit.hpp); none: no limits. Must outlive the io_contexts' handlers.
     RateLimiter* rate_limiter = nullptr;
+    /// Where each answered request's line goes (access_log.hpp); none: no access log. Must
+    /// outlive the io_contexts' handlers.
+    AccessLog* access_log = nullptr;
 };
 
 /// The listener and its connections; see above for stop().

@@ -16,6 +16,7 @@
 #include <seatlock/any_backend.hpp>
 #include <seatlock/backends/memory.hpp>
 
+#include "access_log.hpp"
 #include "api.hpp"
 #include "database.hpp"
 #include "expiry_drain.hpp"
@@ -97,15 +98,15 @@ seatlock::Result<seatlock::AnyBackend> make_backend(
 void raise_open_file_limit() {
     rlimit limit{};
     if (getrlimit(RLIMIT_NOFILE, &limit) != 0) {
-        log("open-file limit: cannot read it: {}", std::strerror(errno));
+        log_warn("open-file limit: cannot read it: {}", std::strerror(errno));
         return;
     }
     const rlim_t before = limit.rlim_cur;
     if (limit.rlim_cur < limit.rlim_max) {
         limit.rlim_cur = limit.rlim_max;
         if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
-            log("open-file limit: {} (raising it to the hard limit {} failed: {})", before,
-                limit.rlim_max, std::strerror(errno));
+            log_warn("open-file limit: {} (raising it to the hard limit {} failed: {})", before,
+                     limit.rlim_max, std::strerror(errno));
             return;
         }
     }
@@ -123,7 +124,7 @@ void run_worker(asio::io_context& ioc) {
             ioc.run();
             return;
         } catch (const std::exception& e) {
-            log("request handler failed: {}", e.what());
+            log_error("request handler failed: {}", e.what());
         }
     }
 }
@@ -134,7 +135,7 @@ int serve(const ServerOptions& options) {
                       ? load_venue(*options.venue_file)
                       : seatlock::Result<std::vector<seatlock::EventSpec>>(demo_venue());
     if (!events) {
-        log("{}", events.error().detail);
+        log_error("{}", events.error().detail);
         return 1;
     }
     // Declared before everything that hands it work, so that it is destroyed last; kept
@@ -152,8 +153,9 @@ int serve(const ServerOptions& options) {
     Metrics metrics;
     auto backend = make_backend(options, contexts, metrics);
     if (!backend) {
-        log("cannot use the {} backend: {}",
-            options.backend == BackendKind::redis ? "redis" : "memory", backend.error().message());
+        log_error("cannot use the {} backend: {}",
+                  options.backend == BackendKind::redis ? "redis" : "memory",
+                  backend.error().message());
         return 1;
     }
     Database db(options.db_path);
@@ -165,7 +167,7 @@ int serve(const ServerOptions& options) {
     Ticketing ticketing(venue_view(std::move(*backend), *events), policy, db, metrics);
     if (auto created = run_to_end(ioc, keep_running.front(), ticketing.create_events(*events));
         !created) {
-        log("cannot create the venue's events: {}", created.error().message());
+        log_error("cannot create the venue's events: {}", created.error().message());
         return 1;
     }
     // The seat maps viewers are served from: one reader for the process, started and
@@ -193,6 +195,8 @@ int serve(const ServerOptions& options) {
     if (options.trust_user_header)
         log("X-User-Id trusted (--trust-user-header): the gateway in front must set it");
     const Authenticator authenticator(std::move(auth_settings));
+    // Scraped from memory: no storage call per scrape.
+    metrics.add_scraped([&feed] { return feed.render_gauges(); });
     Api api(ticketing, metrics, feed, authenticator);
 
     // The first SIGINT or SIGTERM starts the shutdown; a second cuts its drain short.
@@ -227,6 +231,8 @@ int serve(const ServerOptions& options) {
         {static_cast<double>(options.rate_address_reads),
          static_cast<double>(options.rate_address_read_burst)}});
     limits.rate_limiter = &rate_limiter;
+    AccessLog access_log(options.access_log);
+    limits.access_log = &access_log;
     HttpServer server(contexts, endpoint, api, metrics, limits);
     ExpiryDrain drain(ioc.get_executor(), ticketing, drain_period);
     std::vector<std::jthread> workers;
@@ -241,10 +247,10 @@ int serve(const ServerOptions& options) {
     server.start();
 
     const auto address = server.local_endpoint();
-    log("listening on http://{}:{} (backend {}, database {}, hold ttl {} s, {} threads)",
-        address.address().to_string(), address.port(),
-        options.backend == BackendKind::redis ? "redis" : "memory", options.db_path,
-        options.hold_ttl.count(), options.threads);
+    log_always("listening on http://{}:{} (backend {}, database {}, hold ttl {} s, {} threads)",
+               address.address().to_string(), address.port(),
+               options.backend == BackendKind::redis ? "redis" : "memory", options.db_path,
+               options.hold_ttl.count(), options.threads);
 
     const int signal = stop_signal.get_future().get();
     const char* signal_name = signal == SIGINT ? "SIGINT" : "SIGTERM";
@@ -266,9 +272,9 @@ int serve(const ServerOptions& options) {
     if (!server.wait_idle(shutdown_grace)) {
         // A handler still running ends by itself (its waits are bounded by the lock wait
         // and the storage's and database's timeouts); its answer is not sent.
-        log("connections still busy after {} s: closing them", shutdown_grace.count());
+        log_warn("connections still busy after {} s: closing them", shutdown_grace.count());
         server.abort();
-        if (!server.wait_idle(shutdown_grace)) log("requests still running: stopping anyway");
+        if (!server.wait_idle(shutdown_grace)) log_warn("requests still running: stopping anyway");
     }
     drain.stop();
     feed.stop();
@@ -287,10 +293,12 @@ int main(int argc, char** argv) {
         std::fputs(exit->text.c_str(), exit->exit_code == 0 ? stdout : stderr);
         return exit->exit_code;
     }
+    const auto& options = std::get<ServerOptions>(parsed);
+    set_log_level(options.log_level);
     try {
-        return serve(std::get<ServerOptions>(parsed));
+        return serve(options);
     } catch (const std::exception& e) {
-        log("cannot start: {}", e.what());
+        log_error("cannot start: {}", e.what());
         return 1;
     }
 }

@@ -4,24 +4,41 @@
 
 #include <fmt/format.h>
 
+#include <seatlock/version.hpp>
+
 namespace ticketing {
+namespace {
+
+// "gcc 12.2.0", "clang 14.0.6": the compiler that built this binary, for build_info.
+std::string compiler() {
+#if defined(__clang__)
+    return fmt::format("clang {}.{}.{}", __clang_major__, __clang_minor__, __clang_patchlevel__);
+#elif defined(__GNUC__)
+    return fmt::format("gcc {}.{}.{}", __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__);
+#else
+    return "unknown";
+#endif
+}
+
+}  // namespace
 
 void Metrics::conflict(const std::string& kind) {
     std::lock_guard lock(maps_mutex_);
     ++conflicts_[kind];
 }
 
-void Metrics::request_done(unsigned status, std::chrono::steady_clock::duration took) {
+void Metrics::request_done(std::string_view route, std::string_view method, unsigned status,
+                           std::chrono::steady_clock::duration took) {
     const double seconds = std::chrono::duration<double>(took).count();
     std::size_t bucket = 0;
     while (bucket < bucket_bounds.size() && seconds > bucket_bounds[bucket]) ++bucket;
-    buckets_[bucket].fetch_add(1, std::memory_order_relaxed);
-    latency_sum_ns_.fetch_add(
-        static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()),
-        std::memory_order_relaxed);
+    const auto ns = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
     std::lock_guard lock(maps_mutex_);
     ++responses_[status];
+    auto& latency = latencies_[{route, method}];
+    ++latency.buckets[bucket];
+    latency.sum_ns += ns;
 }
 
 void Metrics::redis_event(std::string_view kind) {
@@ -33,7 +50,7 @@ void Metrics::redis_event(std::string_view kind) {
 
 void Metrics::add_scraped(std::function<std::string()> render) {
     std::lock_guard lock(maps_mutex_);
-    scraped_ = std::move(render);
+    scraped_.push_back(std::move(render));
 }
 
 void Metrics::rate_limited(std::string_view lane, std::string_view by) {
@@ -123,21 +140,25 @@ std::string Metrics::render() const {
 
     out +=
         "# HELP seatlock_ticketing_http_request_duration_seconds Time from a parsed request "
-        "to its response.\n"
+        "to its response, by route (its template) and method.\n"
         "# TYPE seatlock_ticketing_http_request_duration_seconds histogram\n";
-    std::uint64_t cumulative = 0;
-    for (std::size_t i = 0; i < buckets_.size(); ++i) {
-        cumulative += buckets_[i].load();
-        const std::string le =
-            i < bucket_bounds.size() ? fmt::format("{}", bucket_bounds[i]) : "+Inf";
+    for (const auto& [key, latency] : latencies_) {
+        const auto labels = fmt::format("route=\"{}\",method=\"{}\"", key.first, key.second);
+        std::uint64_t cumulative = 0;
+        for (std::size_t i = 0; i < latency.buckets.size(); ++i) {
+            cumulative += latency.buckets[i];
+            const std::string le =
+                i < bucket_bounds.size() ? fmt::format("{}", bucket_bounds[i]) : "+Inf";
+            fmt::format_to(
+                std::back_inserter(out),
+                "seatlock_ticketing_http_request_duration_seconds_bucket{{{},le=\"{}\"}} {}\n",
+                labels, le, cumulative);
+        }
         fmt::format_to(std::back_inserter(out),
-                       "seatlock_ticketing_http_request_duration_seconds_bucket{{le=\"{}\"}} {}\n",
-                       le, cumulative);
+                       "seatlock_ticketing_http_request_duration_seconds_sum{{{0}}} {1}\n"
+                       "seatlock_ticketing_http_request_duration_seconds_count{{{0}}} {2}\n",
+                       labels, static_cast<double>(latency.sum_ns) / 1e9, cumulative);
     }
-    fmt::format_to(std::back_inserter(out),
-                   "seatlock_ticketing_http_request_duration_seconds_sum {}\n"
-                   "seatlock_ticketing_http_request_duration_seconds_count {}\n",
-                   static_cast<double>(latency_sum_ns_.load()) / 1e9, cumulative);
     if (!redis_events_.empty()) {
         out +=
             "# HELP seatlock_redis_events_total Events of the Redis backend's connections, by "
@@ -148,7 +169,13 @@ std::string Metrics::render() const {
                            kind, n);
         }
     }
-    if (scraped_) out += scraped_();
+    fmt::format_to(std::back_inserter(out),
+                   "# HELP seatlock_ticketing_build_info The server's build: its seatlock version "
+                   "and compiler. Always 1.\n"
+                   "# TYPE seatlock_ticketing_build_info gauge\n"
+                   "seatlock_ticketing_build_info{{version=\"{}\",compiler=\"{}\"}} 1\n",
+                   SEATLOCK_VERSION, compiler());
+    for (const auto& render : scraped_) out += render();
     return out;
 }
 

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // metrics.hpp: the counters and the latency histogram behind GET /metrics, rendered in
-// the Prometheus text exposition format. Lock-free on the request path (atomics);
-// only the per-kind and per-status maps take a mutex, and only for a new key.
+// the Prometheus text exposition format (docs/ticketing-server.md, "Metrics"). The counters
+// are atomics; the maps by label (kind, status, route and method) take a mutex, once per
+// request at most. Every label's values come from a bounded set: a route is its template
+// (`/events/{event}/holds`), never the path asked for.
 #pragma once
 
 #include <array>
@@ -14,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace ticketing {
 
@@ -64,13 +67,18 @@ public:
     /// A request refused with 429 (rate_limit.hpp): its lane ("write", "read") and the key
     /// whose bucket refused it ("buyer", "address").
     void rate_limited(std::string_view lane, std::string_view by);
-    /// One answered HTTP request: its status code and how long it took.
-    void request_done(unsigned status, std::chrono::steady_clock::duration took);
+    /// One answered HTTP request: its route's template (Api::route_label; "other" for a
+    /// path the server has no endpoint at), its method (Api::method_label), its status code
+    /// and how long it took. `route` and `method` must be views of static strings: they
+    /// are kept as the histogram's labels.
+    void request_done(std::string_view route, std::string_view method, unsigned status,
+                      std::chrono::steady_clock::duration took);
     /// One event of the Redis backend's connections (RedisOptions::on_event), by its kind
     /// ("reconnecting", "slow_call", ...).
     void redis_event(std::string_view kind);
-    /// Text rendered after the server's own metrics at every scrape (the Redis backend's
-    /// counters, redis_metrics.hpp); set once, before the server serves.
+    /// Text rendered after the server's own metrics at every scrape, in the order added
+    /// (the seat gauges of seat_feed.hpp, the Redis backend's counters of
+    /// redis_metrics.hpp); added before the server serves.
     void add_scraped(std::function<std::string()> render);
 
     /// Everything, in Prometheus text format (version 0.0.4).
@@ -101,15 +109,19 @@ private:
     std::atomic<std::uint64_t> heartbeats_{0};
     std::atomic<std::uint64_t> cut_offs_{0};
 
-    std::array<std::atomic<std::uint64_t>, bucket_bounds.size() + 1> buckets_{};
-    std::atomic<std::uint64_t> latency_sum_ns_{0};
+    // One latency histogram per route and method.
+    struct Latency {
+        std::array<std::uint64_t, bucket_bounds.size() + 1> buckets{};
+        std::uint64_t sum_ns = 0;
+    };
 
     mutable std::mutex maps_mutex_;
     std::map<std::string, std::uint64_t> conflicts_;
     std::map<std::pair<std::string, std::string>, std::uint64_t> rate_limited_;
     std::map<unsigned, std::uint64_t> responses_;
+    std::map<std::pair<std::string_view, std::string_view>, Latency> latencies_;
     std::map<std::string, std::uint64_t, std::less<>> redis_events_;
-    std::function<std::string()> scraped_;
+    std::vector<std::function<std::string()>> scraped_;
 };
 
 }  // namespace ticketing

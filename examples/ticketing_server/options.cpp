@@ -276,6 +276,22 @@ std::vector<Flag> flags() {
                  [](ServerOptions& o, std::int64_t v) {
                      o.http_idle_timeout = std::chrono::seconds(v);
                  })},
+        {"log-level", "debug|info|warn|error",
+         "the lowest level of the lines written, the access log's included (its probes and "
+         "scrapes are debug, its 5xx answers warn, its other answers info)",
+         std::string(to_string(d.log_level)),
+         [](std::string_view v, ServerOptions& o) -> std::optional<std::string> {
+             const auto level = parse_log_level(v);
+             if (!level) return "expects debug, info, warn or error";
+             o.log_level = *level;
+             return std::nullopt;
+         }},
+        {"access-log", "on|off|FILE",
+         "one JSON line per answered request: on, with the other lines on stderr; off; or "
+         "appended to FILE",
+         d.access_log,
+         text("on, off or a file",
+              [](ServerOptions& o, std::string v) { o.access_log = std::move(v); })},
         {"feed-interval-ms", "MS",
          "how often the seat feed asks the storage for each event's changes (this process's "
          "own writes wake it sooner)",

@@ -22,6 +22,8 @@
 #include <variant>
 #include <vector>
 
+#include "log.hpp"
+
 namespace ticketing {
 
 /// Where seats are held: in this process, or in Redis.
@@ -106,6 +108,10 @@ struct ServerOptions {
     /// The operator key's file (--admin-key-file), and the key (its first line).
     std::optional<std::string> admin_key_file;
     std::optional<std::string> admin_key;
+    /// The lowest level of the lines written, the access log's included (log.hpp).
+    LogLevel log_level = LogLevel::info;
+    /// The access log (access_log.hpp): "on" (stderr), "off", or a file to append to.
+    std::string access_log = "on";
 };
 
 /// The process environment as NAME -> value; parse_options reads the variables named

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // redis_metrics.hpp: what the server tells about its Redis connections: each event of the
-// backend (RedisOptions::on_event) logged as one line and counted by kind, and the
+// backend (RedisOptions::on_event) logged as one line (a lost connection and a slow call
+// at level warn, the others at info) and counted by kind, and the
 // backend's counters (RedisBackend::stats()) rendered for GET /metrics at every scrape
 // (docs/ticketing-server.md, "Metrics").
 #pragma once
@@ -35,7 +36,11 @@ inline void observe_redis(seatlock::RedisOptions& options, Metrics& metrics) {
         if (e.kind == seatlock::RedisEvent::Kind::slow_call)
             line += fmt::format(" took {} ms", std::chrono::duration<double, std::milli>(e.took).count());
         if (e.dropped > 0) line += fmt::format(" ({} events dropped before this one)", e.dropped);
-        log("{}", line);
+        // A lost connection and a slow call are worth an operator's look; the rest is the
+        // backend doing its job.
+        using Kind = seatlock::RedisEvent::Kind;
+        const bool trouble = e.kind == Kind::disconnected || e.kind == Kind::slow_call;
+        log_at(trouble ? LogLevel::warn : LogLevel::info, "{}", line);
     };
 }
 

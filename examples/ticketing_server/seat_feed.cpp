@@ -117,6 +117,39 @@ bool SeatFeed::knows(std::string_view event) const {
     return find(event) != nullptr;
 }
 
+std::string SeatFeed::render_gauges() const {
+    std::string seats =
+        "# HELP seatlock_ticketing_seats Seats of each event by state (free, held, paid), as "
+        "of the seat feed's latest snapshot.\n"
+        "# TYPE seatlock_ticketing_seats gauge\n";
+    std::string versions =
+        "# HELP seatlock_ticketing_event_version The version of each event's latest snapshot "
+        "(it grows with every change of its seats).\n"
+        "# TYPE seatlock_ticketing_event_version gauge\n";
+    for (const auto& feed : events_) {
+        const auto snapshot = current(feed->id);
+        if (!snapshot) continue;
+        std::int64_t free = 0, held = 0, paid = 0;
+        for (const auto& zone : snapshot->zones) {
+            free += zone->free;
+            held += zone->held;
+            paid += zone->paid;
+        }
+        // Event ids are validated ids (seatlock::validate_id): nothing to escape in a label.
+        const std::pair<const char*, std::int64_t> counts[] = {
+            {"free", free}, {"held", held}, {"paid", paid}};
+        for (const auto& [state, n] : counts) {
+            fmt::format_to(std::back_inserter(seats),
+                           "seatlock_ticketing_seats{{event=\"{}\",state=\"{}\"}} {}\n", feed->id,
+                           state, n);
+        }
+        fmt::format_to(std::back_inserter(versions),
+                       "seatlock_ticketing_event_version{{event=\"{}\"}} {}\n", feed->id,
+                       snapshot->version);
+    }
+    return seats + versions;
+}
+
 std::shared_ptr<const Snapshot> SeatFeed::current(std::string_view event) const {
     const EventFeed* feed = find(event);
     if (!feed) return nullptr;
@@ -422,7 +455,8 @@ asio::awaitable<bool> SeatFeed::follow(EventFeed& feed) {
             failure = map.error().message();
         }
     }
-    if (!failure.empty() && !feed.failing) log("seat feed of {} failing: {}", feed.id, failure);
+    if (!failure.empty() && !feed.failing)
+        log_warn("seat feed of {} failing: {}", feed.id, failure);
     if (failure.empty() && feed.failing) log("seat feed of {} working again", feed.id);
     feed.failing = !failure.empty();
     co_return more;
@@ -438,7 +472,7 @@ asio::awaitable<void> SeatFeed::run() {
             try {
                 more = (co_await follow(*feed)) || more;
             } catch (const std::exception& e) {
-                log("seat feed of {} failed: {}", feed->id, e.what());
+                log_error("seat feed of {} failed: {}", feed->id, e.what());
             }
             if (reader.stopping) co_return;
         }

@@ -178,6 +178,12 @@ public:
     /// Registers a listener of `event`'s snapshots; it is dropped once it expires.
     void listen(std::string_view event, std::weak_ptr<FeedListener> listener);
 
+    /// The gauges of every event's latest snapshot in Prometheus text format: its seats by
+    /// state (free, held, paid; a general-admission zone's places count as seats) and its
+    /// version. From memory, no storage call: for Metrics::add_scraped. An event not read
+    /// yet has no sample.
+    [[nodiscard]] std::string render_gauges() const;
+
 private:
     struct EventFeed;
     struct Reader;

@@ -162,7 +162,7 @@ Task<void> Ticketing::recover(seatlock::EventSpec event) {
             co_await db_.run([&](Database& db) { return db.close_lost_holds(event.id); });
         metrics_.holds_lost(closed);
         if (closed > 0)
-            log("event {}: {} pending holds were lost with the storage", event.id, closed);
+            log_warn("event {}: {} pending holds were lost with the storage", event.id, closed);
     }
     co_await refresh_epoch(event.id);
     // The storage's fencing counter may have gone with it: later tokens must still beat
@@ -191,8 +191,8 @@ Task<void> Ticketing::recover(seatlock::EventSpec event) {
             // Only possible when the storage went back in time (an older snapshot) and sold
             // since: an operator must settle it.
             metrics_.restore_conflict();
-            log("event {}: order {} could not be restored: {}", event.id, order.order_id,
-                back.error().message());
+            log_warn("event {}: order {} could not be restored: {}", event.id, order.order_id,
+                     back.error().message());
             continue;
         }
         co_return std::move(back).error();
@@ -272,7 +272,7 @@ void Ticketing::watch(const Result<T>& result) {
             trouble_ = result.error().detail;
         }
         metrics_.storage_lost();
-        log("storage lost data: {}; repairing the venue", result.error().detail);
+        log_warn("storage lost data: {}; repairing the venue", result.error().detail);
     }
 }
 

@@ -8,13 +8,15 @@
 #       per exchange: tests/support/http_client.cpp) must be documented: its path and
 #       method, then its status (the operation's, or one of the document's
 #       x-any-request-responses; x-unrouted-responses for a path or method the server has
-#       no endpoint for), its content type, its required headers, and its body against
+#       no endpoint for), its content type, its required headers (the response's own, and
+#       x-every-response-headers, which every answer carries), and its body against
 #       the schema (gzip bodies unzipped; text/event-stream checked for its content type
 #       only). Fails when DIR holds no answer. First checks itself: deliberately wrong
 #       answers must each be reported, and a right one must pass.
 #   openapi_check.py routes --document docs/openapi.yaml --api examples/ticketing_server/api.cpp
 #       The routes of the server's router (api.cpp's table, and the stream, which the
-#       HTTP layer opens before routing) and the document's operations must be the same.
+#       HTTP layer opens before routing) and the document's operations must be the same,
+#       their path templates (parameter names included) too.
 #   Both first check the document: every schema is JSON Schema 2020-12 (its keywords only,
 #   and OpenAPI 3.1's few additions), and every $ref resolves.
 import argparse
@@ -201,7 +203,8 @@ class Document:
         for name, value in answer["headers"]:
             headers.setdefault(name.lower(), value)
         problems = []
-        for name, header in response.get("headers", {}).items():
+        every = self.doc.get("x-every-response-headers", {})
+        for name, header in {**every, **response.get("headers", {})}.items():
             header = self.ref(header)
             value = headers.get(name.lower())
             if value is None:
@@ -246,10 +249,11 @@ class Document:
         return problems
 
 
-def answer(method, target, status, body, headers=()):
+def answer(method, target, status, body, headers=(), request_id="3f2a9c0d1e4b5a67-1a"):
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    ids = [] if request_id is None else [["X-Request-Id", request_id]]
     return {"method": method, "target": target, "status": status,
-            "headers": [["Content-Type", "application/json"], *headers],
+            "headers": [["Content-Type", "application/json"], *ids, *headers],
             "body_base64": base64.b64encode(data).decode()}
 
 
@@ -283,6 +287,10 @@ def self_check(document):
         "a wrong content type": answer("GET", "/metrics", 200, {"a": 1}, [etag]),
         "an error code its status does not have": answer(
             "POST", "/events/demo-game/holds", 409, {"error": "unauthenticated", "message": "m"}),
+        "an answer without X-Request-Id": answer("GET", "/healthz", 200, {"status": "ok"},
+                                                 [etag], request_id=None),
+        "an X-Request-Id with a space": answer("GET", "/healthz", 200, {"status": "ok"},
+                                               [etag], request_id="a b"),
         "a served document other than the file": answer(
             "GET", "/openapi.json", 200, {"openapi": "3.1.0", "info": {}, "paths": {}}, [etag]),
     }
@@ -333,11 +341,11 @@ def check_answers(args, document):
     return 0
 
 
-# {http::verb::get, {"events", "*", "seats"}, &Api::seats},
-ROUTE = re.compile(r'\{http::verb::(\w+),\s*\{([^{}]*)\},\s*&Api::(\w+)\}')
+# {http::verb::get, "/events/{event}/seats", &Api::seats},
+ROUTE = re.compile(r'\{http::verb::(\w+),\s*"([^"]*)",\s*&Api::(\w+)\}')
 # Routes outside the router's table: the stream is opened by the HTTP layer before routing
 # (Api::stream_request).
-OUTSIDE_TABLE = {("GET", "/events/*/stream")}
+OUTSIDE_TABLE = {("GET", "/events/{event}/stream")}
 
 
 def check_routes(args, document):
@@ -354,9 +362,7 @@ def check_routes(args, document):
         if not m:
             print(f"{args.api}: a route this check cannot read: {line.strip()}", file=sys.stderr)
             return 1
-        verb = m.group(1).rstrip("_").upper()
-        parts = re.findall(r'"([^"]*)"', m.group(2))
-        routes.add((verb, "/" + "/".join(p for p in parts if p)))
+        routes.add((m.group(1).rstrip("_").upper(), m.group(2)))
     size = re.search(r"std::array<Route, (\d+)> routes", source)
     if size and int(size.group(1)) != len(entries):
         print(f"{args.api}: read {len(entries)} routes of {size.group(1)}", file=sys.stderr)
@@ -365,7 +371,7 @@ def check_routes(args, document):
     for template, item in document.doc["paths"].items():
         for method in item:
             if method in METHODS:
-                documented.add((method.upper(), re.sub(r"\{[^/]+\}", "*", template)))
+                documented.add((method.upper(), template))
     failures = []
     for verb, path in sorted(routes - documented):
         failures.append(f"{verb} {path}: the server routes it, {args.document} does not document it")

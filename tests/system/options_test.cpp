@@ -147,6 +147,8 @@ const std::vector<std::string> every_flag = {
     "http-body-limit",
     "http-header-limit",
     "http-idle-timeout",
+    "log-level",
+    "access-log",
     "feed-interval-ms",
     "feed-retained",
     "stream-coalesce-ms",
@@ -161,7 +163,6 @@ const std::vector<std::string> every_flag = {
     "behind-tls-proxy",
     "admin-key-file",
 };
-
 
 std::variant<ServerOptions, EarlyExit> parse(std::vector<std::string> args,
                                              const ticketing::Environment& environment) {
@@ -442,6 +443,26 @@ TEST_CASE("the session keys come from a file of one or two keys; the operator ke
     check_refused({"--sign-in", "anyone"}, "--sign-in");
 }
 
+TEST_CASE(
+    "--log-level takes debug, info, warn or error, from any place; --access-log on, off or a "
+    "file") {
+    CHECK(ServerOptions{}.log_level == ticketing::LogLevel::info);
+    CHECK(ServerOptions{}.access_log == "on");
+    CHECK(accepted({"--log-level", "debug"}, {}).log_level == ticketing::LogLevel::debug);
+    CHECK(accepted({}, {{"SEATLOCK_TICKETING_LOG_LEVEL", "warn"}}).log_level ==
+          ticketing::LogLevel::warn);
+    CHECK(
+        accepted({"--log-level", "error"}, {{"SEATLOCK_TICKETING_LOG_LEVEL", "warn"}}).log_level ==
+        ticketing::LogLevel::error);
+    const auto text = refusal({"--log-level", "loud"});
+    CHECK(contains(text, "--log-level expects debug, info, warn or error"));
+    CHECK(contains(refusal({"--log-level", "INFO"}), "--log-level"));
+    CHECK(accepted({"--access-log", "off"}, {}).access_log == "off");
+    CHECK(accepted({}, {{"SEATLOCK_TICKETING_ACCESS_LOG", "/var/log/access.jsonl"}}).access_log ==
+          "/var/log/access.jsonl");
+    CHECK(contains(refusal({"--access-log", ""}), "--access-log"));
+}
+
 TEST_CASE("--help lists every flag with its environment variable and its default") {
     const auto help = parse({"--help"});
     REQUIRE(std::holds_alternative<EarlyExit>(help));
@@ -456,6 +477,7 @@ TEST_CASE("--help lists every flag with its environment variable and its default
     }
     CHECK(contains(text, "env SEATLOCK_TICKETING_STREAM_FRAME_BUDGET; default 25000"));
     CHECK(contains(text, "env SEATLOCK_TICKETING_MAX_SEATS_PER_BUYER; default 3"));
+    CHECK(contains(text, "env SEATLOCK_TICKETING_LOG_LEVEL; default info"));
     CHECK(contains(text, "-h [ --help ]"));
     // -h too, wherever it stands, and before any mistake.
     CHECK(std::get<EarlyExit>(parse({"--threads", "0", "-h"})).exit_code == 0);
