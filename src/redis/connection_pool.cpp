@@ -359,7 +359,7 @@ Result<ReplyPtr> ConnectionPool::Lease::command(std::span<const std::string_view
                 std::string_view function = args[1];
                 const std::string prefix = std::string(redis_scripts::library_name) + "_";
                 if (function.substr(0, prefix.size()) == prefix) function.remove_prefix(prefix.size());
-                event.reason += " " + std::string(function);
+                event.reason.append(" ").append(function);
             }
             event.took = std::chrono::duration_cast<std::chrono::microseconds>(took);
             pool_->telemetry_->emit(std::move(event));
