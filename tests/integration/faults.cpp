@@ -252,10 +252,13 @@ TEST_CASE("a command the server does not take within command_timeout is timeout:
     o.port = server.port();
     o.command_timeout = 300ms;
     seatlock::RedisBackend backend(o);
+    auto event = huge_event();
     const auto t0 = Clock::now();
-    auto created = backend.run(seatlock::op::create_event{huge_event()});
+    auto created = backend.run(seatlock::op::create_event{std::move(event)});
     REQUIRE(created.is(errc::timeout));
-    CHECK(since(t0) < 10s);  // no hang: the server never reads, the call still returns
+    // No hang: the server never reads, the call still returns. The bound is loose: the
+    // call checks and encodes 200,000 seats first, slow under a sanitizer on a busy machine.
+    CHECK(since(t0) < 60s);
     CHECK(created.error().detail.find("not sent within 300 ms") != std::string::npos);
 }
 
