@@ -4,6 +4,7 @@
 // is refused before anything is sent, the function library loaded per primary, and a
 // live event's slot migrated between primaries (MOVED, ASK, TRYAGAIN) under callers.
 #include "conformance/async_api.hpp"
+#include "support/cluster_slots.hpp"
 #include "support/redis_admin.hpp"
 #include "support/redis_events.hpp"
 #include "support/redis_setup.hpp"
@@ -47,31 +48,9 @@ std::string text(const redisReply* r) {
     return {r->str, r->len};
 }
 
-// The cluster's primaries as CLUSTER SLOTS says: slot -> port, and port -> node id.
-struct SlotMap {
-    std::map<int, int> owner_port;  // first slot of each range -> primary port
-    std::vector<std::pair<int, int>> ranges;
-    std::map<int, std::string> ids;
-    int port_of(int slot) const {
-        for (std::size_t i = 0; i < ranges.size(); ++i) {
-            if (slot >= ranges[i].first && slot <= ranges[i].second) return owner_port.at(ranges[i].first);
-        }
-        return -1;
-    }
-};
-SlotMap slot_map() {
-    RedisAdmin admin(cluster().ports().front());
-    const auto slots = admin.command({"CLUSTER", "SLOTS"});
-    SlotMap map;
-    for (std::size_t i = 0; i < slots->elements; ++i) {
-        const redisReply* range = slots->element[i];
-        const int first = static_cast<int>(range->element[0]->integer);
-        const int port = static_cast<int>(range->element[2]->element[1]->integer);
-        map.ranges.emplace_back(first, static_cast<int>(range->element[1]->integer));
-        map.owner_port[first] = port;
-        map.ids[port] = text(range->element[2]->element[2]);
-    }
-    return map;
+// The cluster's primaries as CLUSTER SLOTS says (support/cluster_slots.hpp).
+seatlock::testing::SlotMap slot_map() {
+    return seatlock::testing::slot_map(cluster().ports().front());
 }
 
 bool retryable(const seatlock::Failure& f) {
@@ -408,24 +387,7 @@ namespace {
 // Moves `slot`, with its keys, from the primary on port `source` to the one on `target`,
 // with no caller in between: the next call there meets MOVED.
 void move_slot(int slot, int source, int target) {
-    const auto map = slot_map();
-    RedisAdmin from(source), to(target);
-    const std::string slot_text = std::to_string(slot);
-    to.expect_ok({"CLUSTER", "SETSLOT", slot_text, "IMPORTING", map.ids.at(source)});
-    from.expect_ok({"CLUSTER", "SETSLOT", slot_text, "MIGRATING", map.ids.at(target)});
-    for (;;) {
-        const auto keys = from.command({"CLUSTER", "GETKEYSINSLOT", slot_text, "100"});
-        if (keys->elements == 0) break;
-        std::vector<std::string> migrate{"MIGRATE", "127.0.0.1", std::to_string(target), "", "0", "5000", "KEYS"};
-        for (std::size_t i = 0; i < keys->elements; ++i) migrate.push_back(text(keys->element[i]));
-        const auto r = from.command(migrate);
-        REQUIRE_MESSAGE(r->type != REDIS_REPLY_ERROR, text(r.get()));
-    }
-    std::vector<int> handover{target, source};
-    for (const auto& entry : map.ids) {
-        if (entry.first != target && entry.first != source) handover.push_back(entry.first);
-    }
-    for (const int port : handover) RedisAdmin(port).expect_ok({"CLUSTER", "SETSLOT", slot_text, "NODE", map.ids.at(target)});
+    seatlock::testing::move_slot(slot_map(), slot, source, target);
 }
 
 }  // namespace

@@ -29,6 +29,7 @@
 #include "cluster.hpp"
 #include "conformance/async_api.hpp"
 #include "sentinel.hpp"
+#include "support/cluster_slots.hpp"
 #include "support/redis_admin.hpp"
 #include "support/redis_cluster.hpp"
 #include "support/redis_events.hpp"
@@ -91,53 +92,15 @@ RedisAdmin admin(int port) {
     return RedisAdmin(port, {}, cluster().cluster.admin_connector());
 }
 
-// The cluster's primaries as CLUSTER SLOTS says (over TLS): slot ranges -> port, port -> id.
-struct SlotMap {
-    std::vector<std::pair<std::pair<int, int>, int>> ranges;  // {first, last} -> port
-    std::map<int, std::string> ids;
-    [[nodiscard]] int port_of(int slot) const {
-        for (const auto& entry : ranges)
-            if (slot >= entry.first.first && slot <= entry.first.second) return entry.second;
-        return -1;
-    }
-};
-SlotMap slot_map() {
-    RedisAdmin a(cluster().cluster.ports().front(), {}, cluster().cluster.admin_connector());
-    const auto slots = a.command({"CLUSTER", "SLOTS"});
-    SlotMap map;
-    for (std::size_t i = 0; i < slots->elements; ++i) {
-        const redisReply* range = slots->element[i];
-        const int port = static_cast<int>(range->element[2]->element[1]->integer);
-        map.ranges.push_back({{static_cast<int>(range->element[0]->integer),
-                               static_cast<int>(range->element[1]->integer)},
-                              port});
-        map.ids[port] = text(range->element[2]->element[2]);
-    }
-    return map;
+// The cluster's primaries as CLUSTER SLOTS says, over TLS (support/cluster_slots.hpp).
+seatlock::testing::SlotMap slot_map() {
+    return seatlock::testing::slot_map(cluster().cluster.ports().front(), cluster().cluster.admin_connector());
 }
 
 // Moves `slot` with its keys from the primary on `source` to the one on `target` (MIGRATE
 // between nodes over TLS too), with no caller in between: the next call meets MOVED.
 void move_slot(int slot, int source, int target) {
-    const auto map = slot_map();
-    const auto connect = cluster().cluster.admin_connector();
-    RedisAdmin from(source, {}, connect);
-    RedisAdmin to(target, {}, connect);
-    const std::string slot_text = std::to_string(slot);
-    to.expect_ok({"CLUSTER", "SETSLOT", slot_text, "IMPORTING", map.ids.at(source)});
-    from.expect_ok({"CLUSTER", "SETSLOT", slot_text, "MIGRATING", map.ids.at(target)});
-    for (;;) {
-        const auto keys = from.command({"CLUSTER", "GETKEYSINSLOT", slot_text, "100"});
-        if (keys->elements == 0) break;
-        std::vector<std::string> migrate{"MIGRATE", "127.0.0.1", std::to_string(target), "", "0",
-                                         "5000",    "KEYS"};
-        for (std::size_t i = 0; i < keys->elements; ++i) migrate.push_back(text(keys->element[i]));
-        const auto r = from.command(migrate);
-        REQUIRE_MESSAGE(r->type != REDIS_REPLY_ERROR, text(r.get()));
-    }
-    for (const auto& entry : map.ids)
-        RedisAdmin(entry.first, {}, connect)
-            .expect_ok({"CLUSTER", "SETSLOT", slot_text, "NODE", map.ids.at(target)});
+    seatlock::testing::move_slot(slot_map(), slot, source, target, cluster().cluster.admin_connector());
 }
 
 // What a PING sent in clear to 127.0.0.1:`port` gets back within a second: a TLS port
