@@ -5,18 +5,18 @@
 #include "report.hpp"
 
 #include <fmt/core.h>
-#include <stdlib.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/json.hpp>
 #include <cmath>
-#include <filesystem>
+#include <cstdlib>
 #include <functional>
 #include <thread>
 
 #include "cpu_layout.hpp"
 #include "http_server.hpp"
 #include "redis_server.hpp"
+#include "support/temp_files.hpp"
 
 namespace seatlock::bench {
 
@@ -45,21 +45,6 @@ VenueShape venue_for(bool quick) {
 }
 
 // A directory of its own for the venue file, removed with it.
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char pattern[] = "/tmp/seatlock-bench-viewers-XXXXXX";
-        if (!::mkdtemp(pattern)) throw std::runtime_error("mkdtemp failed");
-        path = pattern;
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        std::filesystem::remove_all(path, ignored);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-};
-
 ViewerCounters minus(const ViewerCounters& a, const ViewerCounters& b) {
     ViewerCounters d;
     d.streams_open = a.streams_open;
@@ -312,8 +297,8 @@ ViewersResult run_viewers(const Options& o, testing::RedisServer* redis, Connect
     result.open_files = raise_open_files();
     const VenueShape venue = venue_for(o.quick);
     result.seats = venue.seat_count();
-    TempDir dir;
-    const std::string venue_file = dir.path + "/venue.json";
+    const testing::TempFiles dir;
+    const std::string venue_file = dir.path("venue.json");
     write_venue_file(venue_file, venue);
     std::vector<Kind> kinds;
     if (o.wanted(Kind::memory)) kinds.push_back(Kind::memory);
