@@ -4,10 +4,15 @@
 // second up to 1,000,000 visitors (all before opening, so each one's draw key is computed),
 // the memory each visitor takes (the process's resident memory on memory, Redis's
 // used_memory on Redis), and the latency of position() once the room has opened with
-// the whole crowd in line (a ZRANK on Redis). --quick: 10,000 visitors.
+// the whole crowd in line (a ZRANK on Redis). --quick: 10,000 visitors. Then the admission
+// flow: four rooms on the storage (four servers) call admit() on a timer against a target
+// rate while 30% of the admitted visitors never show up and the others finish soon after
+// collecting their admission: the rate held, the most visitors active at once against the
+// cap, the no-shows replaced.
 #pragma once
 
 #include <boost/json/value.hpp>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +32,14 @@ struct WaitingRoomRow {
     double bytes_per_visitor = 0;
     double position_p50_us = 0, position_p99_us = 0;
     long positions = 0;  ///< position() calls timed
+    // The admission flow.
+    double admit_target = 0;      ///< admit_per_second configured
+    double admit_achieved = 0;    ///< admissions per second measured after the first burst
+    double flow_seconds = 0;      ///< the window they were counted over
+    std::uint64_t max_active = 0;       ///< the cap configured
+    std::uint64_t most_active = 0;      ///< the most admitted-or-active any admit() reported
+    long no_shows = 0;            ///< admitted visitors who never collected their admission
+    long lapsed = 0;              ///< slots freed by admit() from no-shows
 };
 
 /// The scenario's rows, or why it did not run.
