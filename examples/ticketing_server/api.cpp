@@ -134,6 +134,15 @@ json::object to_json(const seatlock::EventSpec& event) {
     return {{"id", event.id}, {"name", event.name}, {"zones", std::move(zones)}};
 }
 
+// An event's room as GET /events lists it: where its buyers join and wait.
+json::object room_summary(const VenueRoom& room) {
+    return {{"id", room.id},
+            {"opens_at", iso_time(room.config.opens_at)},
+            {"join_url", "/rooms/" + room.id + "/join"},
+            {"queue_url", "/rooms/" + room.id + "/position"},
+            {"stream_url", "/rooms/" + room.id + "/stream"}};
+}
+
 json::object to_json(const PendingReservation& row) {
     return {
         {"token", row.token},
@@ -588,7 +597,12 @@ Api::Answer Api::events(Call& call) {
     auto events = co_await ticketing_->events();
     if (!events) co_return failure(call, events.error());
     json::array list;
-    for (const auto& event : *events) list.push_back(to_json(event));
+    for (const auto& event : *events) {
+        json::object item = to_json(event);
+        if (const VenueRoom* room = rooms_ ? rooms_->of_event(event.id) : nullptr)
+            item["room"] = room_summary(*room);
+        list.push_back(std::move(item));
+    }
     co_return json_response(http::status::ok, json::object{{"events", std::move(list)}});
 }
 
@@ -977,6 +991,8 @@ std::optional<std::variant<RoomStreamStart, HttpResponse>> Api::room_stream_requ
     }
     const VenueRoom* room = rooms_ ? rooms_->find(path[1]) : nullptr;
     if (!room) return error_response(http::status::not_found, "unknown_room", "no room " + path[1] + " here");
+    if (identity.kind == Identity::Kind::refused && identity.refusal_code == "invalid_argument")
+        return error_response(http::status::bad_request, "invalid_argument", identity.refusal);
     if (identity.kind != Identity::Kind::buyer) {
         // The same answers as the other calls that act for a buyer (Api::buyer).
         const bool refused = identity.kind == Identity::Kind::refused;
