@@ -191,7 +191,7 @@ TEST_CASE("buyers who joined before opening are admitted max_active at a time, a
     constexpr int max_active = 250;
     const std::string room = "onsale-line";
     // Time for the server to start and every buyer to join before the room opens.
-    const auto opens = std::chrono::system_clock::now() + (sanitized_build ? 20s : 8s);
+    const auto opens = std::chrono::system_clock::now() + (sanitized_build ? 10s : 4s);
     const std::string venue = R"({"events": [)" +
                               event_json("onsale", buyers + 10, room_json(room, opens, max_active)) + "]}";
     TicketingServer server(on(MemoryStorage{}, unlimited(), venue));
