@@ -347,10 +347,12 @@ TEST_CASE("a hold needs the buyer's own admission to the event's room: forged, e
     CHECK(position(client, "gig-line", "carl").json().at("state") == "finished");
 }
 
-TEST_CASE("the position stream sends the buyer's place, then the admission, and ends") {
+TEST_CASE("the position stream sends the buyer's place and heartbeats, then the admission, and "
+          "ends") {
     const auto opens = std::chrono::system_clock::now() + 2s;
     const std::string venue = R"({"events": [)" + event_json("gig", 20, room_json("gig-line", opens, 5)) + "]}";
-    TicketingServer server(on(MemoryStorage{}, {}, venue));
+    // Heartbeats between the position frames (one every 500 ms at most).
+    TicketingServer server(on(MemoryStorage{}, {"--stream-heartbeat-ms", "100"}, venue));
     auto client = server.client();
     REQUIRE(client.post("/rooms/gig-line/join", "", std::string("dana")).status == 201);
     const std::string stream = read_stream(server.port(), "/rooms/gig-line/stream", "dana", 15s);
@@ -362,6 +364,7 @@ TEST_CASE("the position stream sends the buyer's place, then the admission, and 
     CHECK(waiting != std::string::npos);
     REQUIRE(admitted != std::string::npos);
     CHECK(waiting < admitted);
+    CHECK(stream.find("\n: heartbeat\n") < admitted);
     CHECK(stream.find("\"token\":\"gig-line:dana:", admitted) != std::string::npos);
     CHECK(stream.ends_with("<closed>"));
     // A buyer who never joined: the stream says so and ends.
