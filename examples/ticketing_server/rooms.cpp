@@ -72,8 +72,9 @@ void Rooms::noted(const VenueRoom& room, const seatlock::Result<T>& result) {
     if (failing_[i].exchange(failed) != failed) {
         if (failed)
             log_warn("room {}: its storage fails ({}): {}", room.id, result.error().message(),
-                     fail_open_ ? "holds on event " + room.event + " need no admission meanwhile"
-                                : "holds on event " + room.event + " without an admission are refused");
+                     fail_open_
+                         ? "holds on event " + room.event + " need no admission meanwhile"
+                         : "holds on event " + room.event + " without an admission are refused");
         else
             log("room {}: its storage answers again", room.id);
     }
@@ -220,8 +221,9 @@ std::string Rooms::render_metrics() const {
     // Room ids are validated ids: nothing to escape in a label.
     for (std::size_t i = 0; i < rooms_.size(); ++i) {
         const bool fails = failing_[i].load();
-        fmt::format_to(std::back_inserter(failing), "seatlock_ticketing_room_failing_open{{room=\"{}\"}} {}\n",
-                       rooms_[i].id, fails && fail_open_ ? 1 : 0);
+        fmt::format_to(std::back_inserter(failing),
+                       "seatlock_ticketing_room_failing_open{{room=\"{}\"}} {}\n", rooms_[i].id,
+                       fails && fail_open_ ? 1 : 0);
         fmt::format_to(std::back_inserter(failing_closed),
                        "seatlock_ticketing_room_storage_failing{{room=\"{}\"}} {}\n", rooms_[i].id,
                        fails ? 1 : 0);

@@ -14,17 +14,15 @@
 // with fail_open, let in and counted.
 #pragma once
 
-#include <seatlock/any_backend.hpp>
-#include <seatlock/waiting_room.hpp>
-
+#include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-
-#include <atomic>
 #include <chrono>
 #include <future>
 #include <memory>
 #include <optional>
+#include <seatlock/any_backend.hpp>
+#include <seatlock/waiting_room.hpp>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -6,18 +6,17 @@
 // position stream ends with the admission; a room whose storage (a Redis of its own) stops
 // lets holds through with --room-fail-open and says so in /metrics, and refuses them
 // without it.
-#include <seatlock/admission.hpp>
-
-#include "venue.hpp"
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <seatlock/admission.hpp>
+
 #include "support/system_test.hpp"
 #include "support/temp_files.hpp"
+#include "venue.hpp"
 
 // The cases of this file, apart from the other files compiled with it (tests/CMakeLists.txt).
 namespace room_test {
@@ -40,13 +39,13 @@ std::string utc(std::chrono::system_clock::time_point t) {
 
 std::string room_json(const std::string& id, std::chrono::system_clock::time_point opens,
                       int max_active, int admit_per_second = 5000) {
-    return R"({"id": ")" + id + R"(", "opens_at": ")" + utc(opens) +
-           R"(", "admit_per_second": )" + std::to_string(admit_per_second) +
-           R"(, "max_active": )" + std::to_string(max_active) +
+    return R"({"id": ")" + id + R"(", "opens_at": ")" + utc(opens) + R"(", "admit_per_second": )" +
+           std::to_string(admit_per_second) + R"(, "max_active": )" + std::to_string(max_active) +
            R"(, "admission_ttl_s": 60, "no_show_after_s": 30})";
 }
 
-std::string event_json(const std::string& id, int capacity, const std::optional<std::string>& room) {
+std::string event_json(const std::string& id, int capacity,
+                       const std::optional<std::string>& room) {
     return R"({"id": ")" + id + R"(", "zones": [{"id": "floor", "capacity": )" +
            std::to_string(capacity) + "}]" + (room ? R"(, "room": )" + *room : "") + "}";
 }
@@ -90,7 +89,8 @@ bool buy(HttpClient& client, const std::string& event, const std::string& buyer,
     const std::string hold = std::string(held.json().at("token").as_string());
     const auto paid = client.post("/holds/" + hold + "/confirm",
                                   R"({"payment_id": "pay-)" + buyer + R"("})", buyer);
-    if (paid.status != 200) MESSAGE(buyer << ": confirm answered " << paid.status << " " << paid.body);
+    if (paid.status != 200)
+        MESSAGE(buyer << ": confirm answered " << paid.status << " " << paid.body);
     return paid.status == 200;
 }
 
@@ -164,7 +164,8 @@ TEST_CASE("a venue's rooms are read with its events, and a bad one is refused na
         {with("\"max_active\": 7", "\"max_active\": 0"), "max_active"},
         {with("\"admission_ttl_s\": 60", "\"admission_ttl_s\": -1"), "admission_ttl_s"},
         {with("\"no_show_after_s\": 30", "\"no_show_after_s\": \"30\""), "no_show_after_s"},
-        {with("\"no_show_after_s\": 30", "\"no_show_after_s\": 30, \"seed\": \"x\""), "unknown field 'seed'"},
+        {with("\"no_show_after_s\": 30", "\"no_show_after_s\": 30, \"seed\": \"x\""),
+         "unknown field 'seed'"},
         {R"({"id": "gig-line"})", "opens_at"},
     };
     for (const auto& one : bad) {
@@ -176,28 +177,33 @@ TEST_CASE("a venue's rooms are read with its events, and a bad one is refused na
         CHECK(refused.error().code == seatlock::errc::invalid_argument);
         CHECK_MESSAGE(refused.error().detail.find("room of event gig") != std::string::npos,
                       refused.error().detail);
-        CHECK_MESSAGE(refused.error().detail.find(says) != std::string::npos, refused.error().detail);
+        CHECK_MESSAGE(refused.error().detail.find(says) != std::string::npos,
+                      refused.error().detail);
     }
     // One event per room.
-    const auto twice = ticketing::parse_venue(
-        R"({"events": [)" + event_json("gig", 10, good) + ", " + event_json("gig-2", 10, good) + "]}");
+    const auto twice = ticketing::parse_venue(R"({"events": [)" + event_json("gig", 10, good) +
+                                              ", " + event_json("gig-2", 10, good) + "]}");
     REQUIRE_FALSE(twice.has_value());
-    CHECK(twice.error().detail.find("room gig-line is named by events gig and gig-2") != std::string::npos);
+    CHECK(twice.error().detail.find("room gig-line is named by events gig and gig-2") !=
+          std::string::npos);
 }
 
-TEST_CASE("buyers who joined before opening are admitted max_active at a time, and each "
-          "payment lets the next in") {
+TEST_CASE(
+    "buyers who joined before opening are admitted max_active at a time, and each "
+    "payment lets the next in") {
     constexpr int buyers = 2000;
     constexpr int max_active = 250;
     const std::string room = "onsale-line";
     // Time for the server to start and every buyer to join before the room opens.
     const auto opens = std::chrono::system_clock::now() + (sanitized_build ? 10s : 4s);
-    const std::string venue = R"({"events": [)" +
-                              event_json("onsale", buyers + 10, room_json(room, opens, max_active)) + "]}";
+    const std::string venue =
+        R"({"events": [)" + event_json("onsale", buyers + 10, room_json(room, opens, max_active)) +
+        "]}";
     TicketingServer server(on(MemoryStorage{}, unlimited(), venue));
     auto client = server.client();
     const auto name = [](int i) { return "buyer-" + std::to_string(i); };
-    const std::string active_gauge = R"(seatlock_ticketing_room_visitors{room="onsale-line",state="active"})";
+    const std::string active_gauge =
+        R"(seatlock_ticketing_room_visitors{room="onsale-line",state="active"})";
 
     for (int i = 0; i < buyers; ++i) {
         const auto joined = client.post("/rooms/" + room + "/join", "", name(i));
@@ -223,16 +229,22 @@ TEST_CASE("buyers who joined before opening are admitted max_active at a time, a
     check_not_admitted(hold_with(client, "onsale", name(0)), room);
 
     // Once open, every buyer has a place: the line's order.
-    REQUIRE(eventually([&] { return position(client, room, name(0)).json().as_object().contains("place") ||
-                                    position(client, room, name(0)).json().at("state") != "waiting"; },
-                       std::chrono::duration_cast<std::chrono::milliseconds>(opens - std::chrono::system_clock::now()) + 10s));
+    REQUIRE(eventually(
+        [&] {
+            return position(client, room, name(0)).json().as_object().contains("place") ||
+                   position(client, room, name(0)).json().at("state") != "waiting";
+        },
+        std::chrono::duration_cast<std::chrono::milliseconds>(opens -
+                                                              std::chrono::system_clock::now()) +
+            10s));
     // The first admit steps let max_active in; then the line stands still until someone
     // finishes, and the places read now are one order.
     REQUIRE(eventually([&] { return metric(client, active_gauge) == max_active; }, 5s));
     std::vector<std::pair<std::int64_t, std::string>> line;  // place (0: admitted), buyer
     for (int i = 0; i < buyers; ++i) {
         const auto where = position(client, room, name(i)).json().as_object();
-        line.emplace_back(where.contains("place") ? where.at("place").to_number<std::int64_t>() : 0, name(i));
+        line.emplace_back(where.contains("place") ? where.at("place").to_number<std::int64_t>() : 0,
+                          name(i));
     }
     std::sort(line.begin(), line.end());
 
@@ -242,8 +254,10 @@ TEST_CASE("buyers who joined before opening are admitted max_active at a time, a
     const auto deadline = std::chrono::steady_clock::now() + (sanitized_build ? 180s : 60s);
     while (front < line.size() && std::chrono::steady_clock::now() < deadline) {
         const std::string first = line[front].second;
-        REQUIRE_MESSAGE(eventually([&] { return position(client, room, first).json().at("state") != "waiting"; }, 10s),
-                        "nobody admitted after " << front << " bought");
+        REQUIRE_MESSAGE(
+            eventually(
+                [&] { return position(client, room, first).json().at("state") != "waiting"; }, 10s),
+            "nobody admitted after " << front << " bought");
         // The admitted ones are the front of the line: collect their admissions in order.
         std::vector<std::pair<std::string, std::string>> admitted;  // buyer, token
         std::size_t next = front;
@@ -255,8 +269,10 @@ TEST_CASE("buyers who joined before opening are admitted max_active at a time, a
                 CHECK(body.at("state").as_string() == "waiting");
                 break;
             }
-            CHECK(where.header("Set-Cookie").find("Path=/events/onsale/holds") != std::string::npos);
-            admitted.emplace_back(line[next].second, std::string(body.at("admission").at("token").as_string()));
+            CHECK(where.header("Set-Cookie").find("Path=/events/onsale/holds") !=
+                  std::string::npos);
+            admitted.emplace_back(line[next].second,
+                                  std::string(body.at("admission").at("token").as_string()));
         }
         CHECK(admitted.size() <= static_cast<std::size_t>(max_active));
         if (waves == 0) {
@@ -278,16 +294,17 @@ TEST_CASE("buyers who joined before opening are admitted max_active at a time, a
     CHECK(position(client, room, name(0)).json().at("state") == "finished");
 }
 
-TEST_CASE("a hold needs the buyer's own admission to the event's room: forged, expired, "
-          "another buyer's and another room's are refused") {
+TEST_CASE(
+    "a hold needs the buyer's own admission to the event's room: forged, expired, "
+    "another buyer's and another room's are refused") {
     TempFiles files;
     const std::string secret(48, 'k');
     const std::string key_file = files.write("admission.key", secret + "\n");
     const auto opened = std::chrono::system_clock::now() - 1h;
-    const std::string venue =
-        R"({"events": [)" + event_json("gig", 20, room_json("gig-line", opened, 5)) + ", " +
-        event_json("other-gig", 20, room_json("other-line", opened, 5)) + ", " +
-        event_json("open-gig", 20, std::nullopt) + "]}";
+    const std::string venue = R"({"events": [)" +
+                              event_json("gig", 20, room_json("gig-line", opened, 5)) + ", " +
+                              event_json("other-gig", 20, room_json("other-line", opened, 5)) +
+                              ", " + event_json("open-gig", 20, std::nullopt) + "]}";
     auto flags = unlimited();
     flags.insert(flags.end(), {"--admission-key-file", key_file});
     TicketingServer server(on(MemoryStorage{}, flags, venue));
@@ -296,7 +313,9 @@ TEST_CASE("a hold needs the buyer's own admission to the event's room: forged, e
     const seatlock::AdmissionKey key(secret);
     const seatlock::AdmissionKey other_key(std::string(48, 'z'));
     const auto later = std::chrono::system_clock::now() + 10min;
-    const auto token = [](const seatlock::Result<seatlock::Admission>& a) { return a.value().token; };
+    const auto token = [](const seatlock::Result<seatlock::Admission>& a) {
+        return a.value().token;
+    };
     // No admission at all, then each wrong one.
     check_not_admitted(hold_with(client, "gig", "ann"), "gig-line");
     const std::vector<std::pair<std::string, std::string>> refused = {
@@ -313,11 +332,12 @@ TEST_CASE("a hold needs the buyer's own admission to the event's room: forged, e
         const auto reply = hold_with(client, "gig", "ann", {{"X-Admission-Token", bad}});
         check_not_admitted(reply, "gig-line");
         // The same refusal through the cookie.
-        check_not_admitted(hold_with(client, "gig", "ann", {{"Cookie", "seatlock_admission=" + bad}}),
-                           "gig-line");
+        check_not_admitted(
+            hold_with(client, "gig", "ann", {{"Cookie", "seatlock_admission=" + bad}}), "gig-line");
     }
     // An admission signed with the shared key is accepted by any server that has it.
-    CHECK(hold_with(client, "gig", "ann", {{"X-Admission-Token", token(key.sign("gig-line", "ann", later))}})
+    CHECK(hold_with(client, "gig", "ann",
+                    {{"X-Admission-Token", token(key.sign("gig-line", "ann", later))}})
               .status == 201);
     // An event without a room needs none.
     CHECK(hold_with(client, "open-gig", "ann").status == 201);
@@ -347,10 +367,12 @@ TEST_CASE("a hold needs the buyer's own admission to the event's room: forged, e
     CHECK(position(client, "gig-line", "carl").json().at("state") == "finished");
 }
 
-TEST_CASE("the position stream sends the buyer's place and heartbeats, then the admission, and "
-          "ends") {
+TEST_CASE(
+    "the position stream sends the buyer's place and heartbeats, then the admission, and "
+    "ends") {
     const auto opens = std::chrono::system_clock::now() + 2s;
-    const std::string venue = R"({"events": [)" + event_json("gig", 20, room_json("gig-line", opens, 5)) + "]}";
+    const std::string venue =
+        R"({"events": [)" + event_json("gig", 20, room_json("gig-line", opens, 5)) + "]}";
     // Heartbeats between the position frames (one every 500 ms at most).
     TicketingServer server(on(MemoryStorage{}, {"--stream-heartbeat-ms", "100"}, venue));
     auto client = server.client();
@@ -375,13 +397,16 @@ TEST_CASE("the position stream sends the buyer's place and heartbeats, then the 
 }
 
 #ifdef SEATLOCK_SYSTEM_TEST_REDIS
-TEST_CASE("a room whose storage stops lets holds through with --room-fail-open, counted, and "
-          "refuses them without it") {
+TEST_CASE(
+    "a room whose storage stops lets holds through with --room-fail-open, counted, and "
+    "refuses them without it") {
     RedisServer redis;
     const auto opened = std::chrono::system_clock::now() - 1h;
-    const std::string venue = R"({"events": [)" + event_json("gig", 20, room_json("gig-line", opened, 5)) + "]}";
+    const std::string venue =
+        R"({"events": [)" + event_json("gig", 20, room_json("gig-line", opened, 5)) + "]}";
     // The seats in memory, the room in a Redis of its own, which stops.
-    TicketingServer open_server(on(MemoryStorage{}, {"--room-redis-url", redis.url(), "--room-fail-open"}, venue));
+    TicketingServer open_server(
+        on(MemoryStorage{}, {"--room-redis-url", redis.url(), "--room-fail-open"}, venue));
     TicketingServer closed_server(on(MemoryStorage{}, {"--room-redis-url", redis.url()}, venue));
     auto open_client = open_server.client();
     auto closed_client = closed_server.client();
