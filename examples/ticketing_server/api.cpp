@@ -134,6 +134,15 @@ json::object to_json(const seatlock::EventSpec& event) {
     return {{"id", event.id}, {"name", event.name}, {"zones", std::move(zones)}};
 }
 
+// An event's room as GET /events lists it: where its buyers join and wait.
+json::object room_summary(const VenueRoom& room) {
+    return {{"id", room.id},
+            {"opens_at", iso_time(room.config.opens_at)},
+            {"join_url", "/rooms/" + room.id + "/join"},
+            {"queue_url", "/rooms/" + room.id + "/position"},
+            {"stream_url", "/rooms/" + room.id + "/stream"}};
+}
+
 json::object to_json(const PendingReservation& row) {
     return {
         {"token", row.token},
@@ -213,6 +222,7 @@ HttpResponse conditional(const HttpRequest& request, HttpResponse response) {
     if (request.method() != http::verb::get || response.result() != http::status::ok)
         return response;
     if (response.count(http::field::etag) != 0) return response;  // tagged by its handler
+    if (response.count(http::field::set_cookie) != 0) return response;  // one client's own
     const std::string tag = entity_tag(response.body());
     response.set(http::field::etag, tag);
     response.set(http::field::cache_control, "no-cache");
@@ -458,7 +468,7 @@ struct Api::Route {
 };
 
 std::span<const Api::Route> Api::route_table() {
-    static const std::array<Route, 18> routes = {{
+    static const std::array<Route, 20> routes = {{
         {http::verb::get, "/", &Api::page},
         {http::verb::get, "/assets/{file}", &Api::asset},
         {http::verb::get, "/healthz", &Api::healthz},
@@ -477,6 +487,8 @@ std::span<const Api::Route> Api::route_table() {
         {http::verb::post, "/session", &Api::sign_in},
         {http::verb::get, "/session", &Api::session},
         {http::verb::delete_, "/session", &Api::sign_out},
+        {http::verb::post, "/rooms/{room}/join", &Api::join_room},
+        {http::verb::get, "/rooms/{room}/position", &Api::room_position},
     }};
     return routes;
 }
@@ -513,6 +525,8 @@ std::string_view Api::route_label(const http::request_header<>& request) {
     for (auto segment : url->segments()) path.emplace_back(segment);
     if (path.size() == 3 && path[0] == "events" && path[2] == "stream")
         return "/events/{event}/stream";
+    if (path.size() == 3 && path[0] == "rooms" && path[2] == "stream")
+        return "/rooms/{room}/stream";
     for (const auto& route : route_table())
         if (path_matches(route.path, path, nullptr)) return route.path;
     return "other";
@@ -583,7 +597,12 @@ Api::Answer Api::events(Call& call) {
     auto events = co_await ticketing_->events();
     if (!events) co_return failure(call, events.error());
     json::array list;
-    for (const auto& event : *events) list.push_back(to_json(event));
+    for (const auto& event : *events) {
+        json::object item = to_json(event);
+        if (const VenueRoom* room = rooms_ ? rooms_->of_event(event.id) : nullptr)
+            item["room"] = room_summary(*room);
+        list.push_back(std::move(item));
+    }
     co_return json_response(http::status::ok, json::object{{"events", std::move(list)}});
 }
 
@@ -739,6 +758,9 @@ Api::Answer Api::hold(Call& call) {
             bad_input(ok.error().detail);
     }
     call.retry_safe = !key.empty();
+    if (rooms_) {
+        if (auto refused = admission_refusal(call, user)) co_return std::move(*refused);
+    }
     auto hold = co_await ticketing_->hold(user, call.params[0], request, key);
     feed_->note_write();  // whatever the answer: the storage may have changed
     if (!hold) co_return failure(call, hold.error());
@@ -803,6 +825,214 @@ Api::Answer Api::cancel(Call& call) {
     }
     if (!order) co_return failure(call, order.error());
     co_return json_response(http::status::ok, to_json(*order));
+}
+
+// ---- waiting rooms
+
+namespace {
+
+// The value of cookie `name` among the request's Cookie lines ("a=1; name=x").
+std::optional<std::string_view> cookie_value(const HttpRequest& request, std::string_view name) {
+    const auto [first, last] = request.equal_range(http::field::cookie);
+    for (auto line = first; line != last; ++line) {
+        std::string_view list(line->value().data(), line->value().size());
+        while (!list.empty()) {
+            const auto semi = list.find(';');
+            const std::string_view pair = trimmed(list.substr(0, semi));
+            list = semi == std::string_view::npos ? std::string_view() : list.substr(semi + 1);
+            const auto eq = pair.find('=');
+            if (eq != std::string_view::npos && pair.substr(0, eq) == name) return pair.substr(eq + 1);
+        }
+    }
+    return std::nullopt;
+}
+
+// The admission a request carries: X-Admission-Token (API clients), else the cookie (the
+// page; the browser sends the event's own, its Path being the event's holds).
+std::optional<std::string_view> admission_token(const HttpRequest& request) {
+    if (const auto header = request.find(admission_header); header != request.end())
+        return std::string_view(header->value().data(), header->value().size());
+    return cookie_value(request, admission_cookie);
+}
+
+// Where a room's buyer joins and follows the line: the 403's details and the answers'.
+json::object room_links(const VenueRoom& room) {
+    return {{"room", room.id},
+            {"join_url", "/rooms/" + room.id + "/join"},
+            {"queue_url", "/rooms/" + room.id + "/position"},
+            {"stream_url", "/rooms/" + room.id + "/stream"}};
+}
+
+json::object to_json(const VenueRoom& room, const seatlock::QueuePosition& where) {
+    json::object out{{"room", room.id},
+                     {"event", room.event},
+                     {"state", seatlock::to_string(where.state)},
+                     {"waiting", where.waiting},
+                     {"estimated_wait_s", static_cast<double>(where.estimated_wait.count()) / 1000.0},
+                     {"opens_at", iso_time(where.opens_at)}};
+    if (where.place) out["place"] = *where.place;
+    if (where.state == seatlock::QueueState::admitted || where.state == seatlock::QueueState::active)
+        out["deadline"] = iso_time(where.deadline);
+    return out;
+}
+
+json::object to_json(const seatlock::Admission& admitted) {
+    return {{"token", admitted.token}, {"expires_at", iso_time(admitted.expires_at)}};
+}
+
+bool is_admitted(seatlock::QueueState state) {
+    return state == seatlock::QueueState::admitted || state == seatlock::QueueState::active;
+}
+
+}  // namespace
+
+std::optional<HttpResponse> Api::admission_refusal(const Call& call, const std::string& user) {
+    const HoldGate gate = rooms_->gate(call.params[0], user, admission_token(call.request));
+    switch (gate.outcome) {
+        case HoldGate::Outcome::open:
+        case HoldGate::Outcome::admitted:
+            return std::nullopt;
+        case HoldGate::Outcome::fail_open:
+            log_debug("hold on event {} by {} without an admission: room {} fails open",
+                      call.params[0], user, gate.room->id);
+            return std::nullopt;
+        case HoldGate::Outcome::refused:
+            return error_with_details(
+                http::status::forbidden, "not_admitted",
+                fmt::format("holds on event {} need an admission from room {}: {}", call.params[0],
+                            gate.room->id, gate.why),
+                room_links(*gate.room));
+        case HoldGate::Outcome::unavailable:
+            break;
+    }
+    json::object extra = room_links(*gate.room);
+    extra["retry_safe"] = true;
+    auto response = error_with_details(
+        http::status::service_unavailable, "room_unavailable",
+        fmt::format("holds on event {} need an admission from room {}, whose storage fails now: "
+                    "{}",
+                    call.params[0], gate.room->id, gate.why),
+        std::move(extra));
+    response.set(http::field::retry_after, "1");
+    return response;
+}
+
+const VenueRoom& Api::room_of(const Call& call) const {
+    const std::string& id = call.params[0];
+    if (auto ok = seatlock::validate_id("room", id); !ok) bad_input(ok.error().detail);
+    const VenueRoom* room = rooms_ ? rooms_->find(id) : nullptr;
+    if (!room) throw BadInput{http::status::not_found, "unknown_room", "no room " + id + " here"};
+    return *room;
+}
+
+Api::Answer Api::join_room(Call& call) {
+    const std::string user = buyer(call);
+    const VenueRoom& room = room_of(call);
+    only_fields(body_object(call.request, false), {});
+    auto ticket = co_await rooms_->join(room, user);
+    if (!ticket) co_return failure(call, ticket.error());
+    json::object body = room_links(room);
+    body["event"] = room.event;
+    body["buyer"] = user;
+    body["joined_at"] = iso_time(ticket->joined_at);
+    body["in_draw"] = ticket->in_draw;
+    body["replayed"] = ticket->replayed;
+    co_return json_response(ticket->replayed ? http::status::ok : http::status::created, body);
+}
+
+Api::Answer Api::room_position(Call& call) {
+    const std::string user = buyer(call);
+    const VenueRoom& room = room_of(call);
+    if (!call.query.empty()) bad_input("this call takes no query parameters");
+    auto where = co_await rooms_->position(room, user);
+    if (!where) co_return failure(call, where.error());
+    std::optional<seatlock::Admission> admitted;
+    if (is_admitted(where->state)) {
+        auto collected = co_await rooms_->admission(room, user);
+        if (collected) {
+            admitted = std::move(*collected);
+        } else if (collected.is(errc::not_admitted)) {
+            // Lapsed between the two calls: where the buyer stands now.
+            where = co_await rooms_->position(room, user);
+            if (!where) co_return failure(call, where.error());
+        } else {
+            co_return failure(call, collected.error());
+        }
+    }
+    json::object body = to_json(room, *where);
+    if (admitted) body["admission"] = to_json(*admitted);
+    auto response = json_response(http::status::ok, body);
+    response.set(http::field::cache_control, "no-store");
+    if (admitted) {
+        const auto left = std::chrono::duration_cast<std::chrono::seconds>(
+            admitted->expires_at - std::chrono::system_clock::now());
+        response.set(http::field::set_cookie,
+                     fmt::format("{}={}; Path=/events/{}/holds; Max-Age={}; HttpOnly; "
+                                 "SameSite=Strict{}",
+                                 admission_cookie, admitted->token, room.event,
+                                 std::max<std::int64_t>(left.count(), 1),
+                                 auth_->settings().behind_tls_proxy ? "; Secure" : ""));
+    }
+    co_return response;
+}
+
+std::optional<std::variant<RoomStreamStart, HttpResponse>> Api::room_stream_request(
+    const HttpRequest& request, const Identity& identity) const {
+    if (request.method() != http::verb::get) return std::nullopt;
+    const std::string_view target(request.target().data(), request.target().size());
+    const auto url = boost::urls::parse_origin_form(target);
+    if (!url) return std::nullopt;
+    std::vector<std::string> path;
+    for (auto segment : url->segments()) path.emplace_back(segment);
+    if (path.size() != 3 || path[0] != "rooms" || path[2] != "stream") return std::nullopt;
+    if (!url->params().empty()) {
+        return error_response(http::status::bad_request, "invalid_argument",
+                              "the stream takes no query parameters");
+    }
+    const VenueRoom* room = rooms_ ? rooms_->find(path[1]) : nullptr;
+    if (!room) return error_response(http::status::not_found, "unknown_room", "no room " + path[1] + " here");
+    if (identity.kind == Identity::Kind::refused && identity.refusal_code == "invalid_argument")
+        return error_response(http::status::bad_request, "invalid_argument", identity.refusal);
+    if (identity.kind != Identity::Kind::buyer) {
+        // The same answers as the other calls that act for a buyer (Api::buyer).
+        const bool refused = identity.kind == Identity::Kind::refused;
+        auto response = error_response(
+            http::status::unauthorized, refused ? std::string_view(identity.refusal_code) : std::string_view("unauthenticated"),
+            refused ? std::string_view(identity.refusal)
+                    : std::string_view("sign in first: POST /session, then send the session "
+                                       "cookie or Authorization: Bearer <token>"));
+        response.set(http::field::www_authenticate, "Bearer realm=\"seatlock\"");
+        return response;
+    }
+    return RoomStreamStart{room, identity.buyer};
+}
+
+boost::asio::awaitable<RoomFrame> Api::room_frame(const VenueRoom& room, std::string buyer) {
+    const auto frame = [](std::string_view name, const json::object& body) {
+        return fmt::format("event: {}\ndata: {}\n\n", name, json::serialize(body));
+    };
+    const auto error_frame = [&](const seatlock::Failure& f) {
+        return frame("error", json::object{{"error", seatlock::to_string(static_cast<errc>(f.code.value()))},
+                                           {"message", f.detail}});
+    };
+    auto where = co_await rooms_->position(room, buyer);
+    if (!where) {
+        // A storage error passes (the stream asks again); any other ends the stream.
+        const bool lasting = where.error().code != seatlock::condition::storage_unavailable;
+        co_return RoomFrame{error_frame(where.error()), lasting};
+    }
+    if (!is_admitted(where->state)) {
+        const bool over = where->state != seatlock::QueueState::waiting;
+        co_return RoomFrame{frame("position", to_json(room, *where)), over};
+    }
+    auto admitted = co_await rooms_->admission(room, buyer);
+    if (!admitted) {
+        const bool lasting = admitted.error().code != seatlock::condition::storage_unavailable;
+        co_return RoomFrame{error_frame(admitted.error()), lasting};
+    }
+    json::object body = to_json(room, *where);
+    body["admission"] = to_json(*admitted);
+    co_return RoomFrame{frame("admitted", body), true};
 }
 
 // ---- sessions

@@ -21,6 +21,14 @@
 //   POST   /session                       201 {"buyer", "token", "expires_at"} + the cookie
 //   GET    /session                       200 who the credentials name
 //   DELETE /session                       204, the cookie cleared
+//   POST   /rooms/{room}/join             201 the buyer's ticket (200 when joined before)
+//   GET    /rooms/{room}/position         200 state, place, wait; once admitted, the
+//                                         admission (and its cookie, rooms.hpp)
+//   GET    /rooms/{room}/stream           Server-Sent Events of the buyer's position
+//                                         (http_server.hpp), ending once admitted
+//
+// A hold on an event with a room needs the buyer's admission (rooms.hpp): 403
+// not_admitted otherwise, naming the room's URLs.
 //
 // The calls on holds, orders and /me act for the request's buyer only: without one they
 // are answered 401 (with WWW-Authenticate), and a cookie-authenticated write from another
@@ -48,6 +56,7 @@
 #include <variant>
 
 #include "metrics.hpp"
+#include "rooms.hpp"
 #include "seat_feed.hpp"
 #include "session.hpp"
 #include "ticketing.hpp"
@@ -68,11 +77,24 @@ struct StreamStart {
     std::optional<seatlock::EventVersion> last_event_id;
 };
 
+/// A room's position stream to open: the room and the buyer whose position it follows.
+struct RoomStreamStart {
+    const VenueRoom* room = nullptr;
+    std::string buyer;
+};
+
+/// One frame of a room's position stream (Api::room_frame).
+struct RoomFrame {
+    std::string text;   ///< the SSE frame ("event: position", data: the position's JSON)
+    bool last = false;  ///< the stream ends after it: admitted, or no longer waiting
+};
+
 class Api {
 public:
-    /// All four must outlive the Api.
-    Api(Ticketing& ticketing, Metrics& metrics, SeatFeed& feed, const Authenticator& auth)
-        : ticketing_(&ticketing), metrics_(&metrics), feed_(&feed), auth_(&auth) {}
+    /// All must outlive the Api; `rooms` may be none (no event has a room).
+    Api(Ticketing& ticketing, Metrics& metrics, SeatFeed& feed, const Authenticator& auth,
+        Rooms* rooms = nullptr)
+        : ticketing_(&ticketing), metrics_(&metrics), feed_(&feed), auth_(&auth), rooms_(rooms) {}
 
     /// Who `request` comes from (Authenticator::identify): read once per request, before
     /// the rate limiter, which keys buyers by it.
@@ -86,6 +108,14 @@ public:
         const HttpRequest& request) const;
     /// The process's seat feed.
     SeatFeed& feed() const { return *feed_; }
+
+    /// When `request` is GET /rooms/{room}/stream: the stream to open for `identity`'s
+    /// buyer, or the error answer (no buyer, unknown room). Nothing for any other request.
+    std::optional<std::variant<RoomStreamStart, HttpResponse>> room_stream_request(
+        const HttpRequest& request, const Identity& identity) const;
+    /// The buyer's position in the room as a stream frame: "position" while waiting,
+    /// "admitted" with the admission once admitted, "error" when the room's call failed.
+    boost::asio::awaitable<RoomFrame> room_frame(const VenueRoom& room, std::string buyer);
 
     /// Answers one request: a coroutine that never blocks its thread (Ticketing's calls
     /// wait on timers, the storage's replies and the database's thread). Never throws:
@@ -129,6 +159,15 @@ private:
     Answer sign_in(Call& call);
     Answer session(Call& call);
     Answer sign_out(Call& call);
+    Answer join_room(Call& call);
+    Answer room_position(Call& call);
+
+    // For a hold on an event with a room: the answer refusing it when the request carries
+    // no admission of `user` to the room (Rooms::gate).
+    std::optional<HttpResponse> admission_refusal(const Call& call, const std::string& user);
+    // The room a /rooms/{room}/... call names; throws the 404 answer when it is not one of
+    // the venue's.
+    const VenueRoom& room_of(const Call& call) const;
 
     // The buyer the call acts for; throws the 401 or 403 answer when there is none.
     std::string buyer(const Call& call) const;
@@ -139,6 +178,7 @@ private:
     Metrics* metrics_;
     SeatFeed* feed_;
     const Authenticator* auth_;
+    Rooms* rooms_;
 };
 
 /// A JSON error response: {"error": code, "message": message}.

@@ -8,6 +8,9 @@
 #include <atomic>
 #include <boost/asio/write.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -165,7 +168,7 @@ public:
     }
 
     ~Session() override {
-        if (streaming_) metrics_.stream_viewers(-1);
+        if (streaming_ && !room_stream_) metrics_.stream_viewers(-1);
         std::lock_guard lock(connections_->mutex);
         connections_->sessions.erase(this);
         if (connections_->sessions.empty()) connections_->empty.notify_all();
@@ -273,6 +276,11 @@ private:
                 return answer(std::move(*refused), request.version(), request.keep_alive(),
                               started);
             }
+        }
+        if (auto room = api_.room_stream_request(request, identity)) {
+            if (auto* start = std::get_if<RoomStreamStart>(&*room)) return start_room_stream(*start);
+            return answer(std::move(std::get<HttpResponse>(*room)), request.version(),
+                          request.keep_alive(), started);
         }
         if (auto stream = api_.stream_request(request)) {
             if (auto* start = std::get_if<StreamStart>(&*stream)) return start_stream(*start);
@@ -480,6 +488,50 @@ private:
         watch_close();
     }
 
+    // ---- a buyer's position in a room's line (Server-Sent Events)
+
+    // The stream's frames: the buyer's position, asked of the room every room_poll and sent
+    // when it changed; a heartbeat comment as on seat map streams; the stream ends after
+    // the frame that carries the admission (or says the buyer no longer waits).
+    void start_room_stream(const RoomStreamStart& start) {
+        streaming_ = true;
+        room_stream_ = true;
+        stream_started_ = std::chrono::steady_clock::now();
+        metrics_.request_done(route_, method_, 200, std::chrono::steady_clock::duration{});
+        beast::error_code ignored;
+        stream_.socket().set_option(tcp::no_delay(true), ignored);
+        pending_ =
+            "HTTP/1.1 200 OK\r\nServer: seatlock-ticketing\r\n"
+            "Content-Type: text/event-stream\r\nCache-Control: no-store\r\n"
+            "X-Accel-Buffering: no\r\nConnection: close\r\nX-Request-Id: " +
+            request_id_ + "\r\n\r\nretry: 1000\n\n";
+        flush();
+        arm_heartbeat();
+        watch_close();
+        asio::co_spawn(stream_.get_executor(), follow_room(shared_from_this(), start), asio::detached);
+    }
+
+    static asio::awaitable<void> follow_room(std::shared_ptr<Session> self, RoomStreamStart start) {
+        std::string sent;
+        while (!self->ended_) {
+            RoomFrame frame = co_await self->api_.room_frame(*start.room, start.buyer);
+            if (self->ended_) break;
+            if (frame.text != sent) {
+                self->pending_ += frame.text;
+                sent = std::move(frame.text);
+                self->flush();
+            }
+            if (frame.last) {
+                self->end_after_flush_ = true;
+                if (!self->writing_busy_) self->end_stream();
+                break;
+            }
+            self->coalesce_timer_.expires_after(room_poll);
+            beast::error_code cancelled;  // by close()
+            co_await self->coalesce_timer_.async_wait(asio::redirect_error(asio::use_awaitable, cancelled));
+        }
+    }
+
     void watch_close() {
         stream_.socket().async_read_some(
             asio::buffer(discard_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
@@ -576,6 +628,8 @@ private:
                               self->writing_busy_ = false;
                               self->writing_.clear();
                               if (ec) return self->end_stream();
+                              if (self->end_after_flush_ && self->pending_.empty())
+                                  return self->end_stream();
                               self->flush();
                           });
     }
@@ -602,6 +656,8 @@ private:
     }
 
     static constexpr std::size_t max_discard = 8 * 1024 * 1024;
+    // How often a room stream asks where its buyer stands (one storage read each).
+    static constexpr std::chrono::milliseconds room_poll{500};
 
     beast::tcp_stream stream_;
     beast::flat_buffer buffer_;
@@ -620,6 +676,8 @@ private:
     asio::steady_timer coalesce_timer_;
     asio::steady_timer heartbeat_timer_;
     bool streaming_ = false;
+    bool room_stream_ = false;      // a room's position stream, not a seat map's
+    bool end_after_flush_ = false;  // the stream's last frame is queued
     bool ended_ = false;
     std::string stream_event_;
     seatlock::EventVersion sent_ = 0;

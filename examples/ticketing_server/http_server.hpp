@@ -24,6 +24,11 @@
 // viewer's buffer; a viewer whose buffer passes `buffer_limit` bytes is cut off
 // (closed), so a slow viewer costs only its own buffer: writes never wait, on any thread.
 //
+// GET /rooms/{room}/stream turns its connection into a Server-Sent Events stream of the
+// buyer's position in a waiting room (Api::room_frame): a frame when the position read
+// every 500 ms changed, the same heartbeat, and the end after the frame that carries the
+// admission (docs/ticketing-server.md, "Waiting rooms").
+//
 // stop() is the clean shutdown: no new connections; idle connections and those still
 // receiving a request are closed at once; a request being handled is still answered
 // (with "Connection: close") before its connection closes. wait_idle() then tells when

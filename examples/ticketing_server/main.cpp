@@ -25,6 +25,7 @@
 #include "metrics.hpp"
 #include "options.hpp"
 #include "rate_limit.hpp"
+#include "rooms.hpp"
 #include "seat_feed.hpp"
 #include "session.hpp"
 #include "startup.hpp"
@@ -50,6 +51,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -60,6 +62,11 @@ namespace asio = boost::asio;
 
 constexpr auto drain_period = std::chrono::milliseconds(250);
 
+seatlock::Result<seatlock::AnyBackend> make_redis(const std::string& url,
+                                                 const std::optional<std::string>& password,
+                                                 const std::vector<asio::io_context*>& contexts,
+                                                 Metrics& metrics, bool scraped);
+
 // On Redis, the connections' events are logged and counted in `metrics`, and the backend's
 // counters rendered at every scrape (redis_metrics.hpp); `metrics` outlives the backend.
 seatlock::Result<seatlock::AnyBackend> make_backend(
@@ -67,11 +74,20 @@ seatlock::Result<seatlock::AnyBackend> make_backend(
     if (options.backend == BackendKind::memory) {
         return seatlock::AnyBackend::make<seatlock::MemoryBackend>();
     }
+    return make_redis(options.redis_url, options.redis_password, contexts, metrics, true);
+}
+
+// A Redis backend at `url` with a connection on each of `contexts`, pinged; its events
+// counted in `metrics`, and its counters rendered at every scrape when `scraped`.
+seatlock::Result<seatlock::AnyBackend> make_redis(
+    [[maybe_unused]] const std::string& url, [[maybe_unused]] const std::optional<std::string>& password,
+    [[maybe_unused]] const std::vector<asio::io_context*>& contexts,
+    [[maybe_unused]] Metrics& metrics, [[maybe_unused]] bool scraped) {
 #ifdef SEATLOCK_TICKETING_WITH_REDIS
-    auto redis_options = seatlock::RedisOptions::from_url(options.redis_url);
+    auto redis_options = seatlock::RedisOptions::from_url(url);
     if (!redis_options) return std::move(redis_options).error();
     // From --redis-password-file (options.hpp): a URL with a password of its own was refused.
-    if (options.redis_password) redis_options->password = *options.redis_password;
+    if (password) redis_options->password = *password;
     // Everything goes through the pipelined connection of the asynchronous API, but the
     // ping below: the blocking pool needs one connection.
     redis_options->pool_size = 1;
@@ -82,11 +98,9 @@ seatlock::Result<seatlock::AnyBackend> make_backend(
     auto redis = std::make_shared<seatlock::RedisBackend>(std::move(*redis_options), executors);
     // Fail at start, not at the first customer's request.
     if (auto ok = redis->ping(); !ok) return std::move(ok).error();
-    scrape_redis(redis, metrics);
+    if (scraped) scrape_redis(redis, metrics);
     return seatlock::AnyBackend(std::move(redis));
 #else
-    (void)contexts;
-    (void)metrics;
     return seatlock::Failure(
         seatlock::errc::invalid_argument,
         "this build has no Redis backend (configure with SEATLOCK_WITH_REDIS=ON)");
@@ -131,13 +145,13 @@ void run_worker(asio::io_context& ioc) {
 
 int serve(const ServerOptions& options) {
     raise_open_file_limit();
-    auto events = options.venue_file
-                      ? load_venue(*options.venue_file)
-                      : seatlock::Result<std::vector<seatlock::EventSpec>>(demo_venue());
-    if (!events) {
-        log_error("{}", events.error().detail);
+    auto venue = options.venue_file ? load_venue(*options.venue_file)
+                                    : seatlock::Result<Venue>(Venue{demo_venue(), {}});
+    if (!venue) {
+        log_error("{}", venue.error().detail);
         return 1;
     }
+    const auto* events = &venue->events;
     // Declared before everything that hands it work, so that it is destroyed last; kept
     // from stopping by itself until the end (startup.hpp says why).
     std::vector<std::unique_ptr<asio::io_context>> owned;
@@ -163,8 +177,39 @@ int serve(const ServerOptions& options) {
     policy.hold_ttl = options.hold_ttl;
     policy.max_hold_lifetime = options.max_hold_lifetime;
     policy.max_seats_per_holder = options.max_seats_per_buyer;
+    // The waiting rooms: in the seats' storage, or in a Redis of their own.
+    auto room_backend = options.room_redis_url
+                            ? make_redis(*options.room_redis_url, std::nullopt, contexts, metrics, false)
+                            : seatlock::Result<seatlock::AnyBackend>(*backend);
+    if (!room_backend) {
+        log_error("cannot use the rooms' Redis: {}", room_backend.error().message());
+        return 1;
+    }
+    // Without a key file, a key of this process's own: its admissions are accepted by no
+    // other server and end with it.
+    std::string admission_key;
+    if (options.admission_key) {
+        admission_key = *options.admission_key;
+    } else {
+        admission_key = SessionSigner::generate_key();
+        if (!venue->rooms.empty())
+            log_warn("waiting rooms: admissions signed with a key generated at start "
+                     "(--admission-key-file shares one between servers and restarts)");
+    }
+    Rooms rooms(std::move(*room_backend), seatlock::AdmissionKey(std::move(admission_key)),
+                venue->rooms, options.room_fail_open);
     // Through the venue's view: a shared Redis may hold other servers' events too.
     Ticketing ticketing(venue_view(std::move(*backend), *events), policy, db, metrics);
+    if (!rooms.empty()) {
+        ticketing.on_buyer_done([&rooms](std::string buyer, std::string event) {
+            return rooms.done(std::move(buyer), std::move(event));
+        });
+        if (auto configured = run_to_end(ioc, keep_running.front(), rooms.configure()); !configured) {
+            log_error("cannot configure the venue's waiting rooms: {}", configured.error().message());
+            return 1;
+        }
+        metrics.add_scraped([&rooms] { return rooms.render_metrics(); });
+    }
     if (auto created = run_to_end(ioc, keep_running.front(), ticketing.create_events(*events));
         !created) {
         log_error("cannot create the venue's events: {}", created.error().message());
@@ -197,7 +242,7 @@ int serve(const ServerOptions& options) {
     const Authenticator authenticator(std::move(auth_settings));
     // Scraped from memory: no storage call per scrape.
     metrics.add_scraped([&feed] { return feed.render_gauges(); });
-    Api api(ticketing, metrics, feed, authenticator);
+    Api api(ticketing, metrics, feed, authenticator, &rooms);
 
     // The first SIGINT or SIGTERM starts the shutdown; a second cuts its drain short.
     std::promise<int> stop_signal;
@@ -238,6 +283,7 @@ int serve(const ServerOptions& options) {
     std::vector<std::jthread> workers;
     for (auto* context : contexts) workers.emplace_back([context] { run_worker(*context); });
     feed.start(ioc.get_executor());
+    rooms.start(ioc.get_executor(), options.admit_interval);
     // Viewers find a map from the first request on (a map not read yet answers 503).
     const auto read_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     for (const auto& id : event_ids) {
@@ -277,6 +323,7 @@ int serve(const ServerOptions& options) {
         if (!server.wait_idle(shutdown_grace)) log_warn("requests still running: stopping anyway");
     }
     drain.stop();
+    rooms.stop();
     feed.stop();
     for (auto* context : contexts) context->stop();
     workers.clear();  // joins

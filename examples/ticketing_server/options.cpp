@@ -376,6 +376,25 @@ std::vector<Flag> flags() {
          "the operator key (its first line, at least 16 characters): sent as Authorization: "
          "Bearer, it cancels any order (each logged) and may ask sessions for any buyer",
          "", text("a file", [](ServerOptions& o, std::string v) { o.admin_key_file = std::move(v); })},
+        {"admission-key-file", "FILE",
+         "the key that signs waiting-room admissions (its first line, at least 32 characters, "
+         "e.g. `openssl rand -hex 32`). Servers behind one load balancer share it",
+         "a key generated at start: admissions are accepted by this process only",
+         text("a file", [](ServerOptions& o, std::string v) { o.admission_key_file = std::move(v); })},
+        {"admit-interval-ms", "MS", "how often each waiting room's admit step runs",
+         n(d.admit_interval.count()),
+         integer("milliseconds", 10, 60000,
+                 [](ServerOptions& o, std::int64_t v) {
+                     o.admit_interval = std::chrono::milliseconds(v);
+                 })},
+        {"room-fail-open", std::string(switch_value),
+         "while a waiting room's storage fails, holds on its event need no admission (counted "
+         "in /metrics); otherwise they are refused with 503",
+         "false", boolean([](ServerOptions& o, bool v) { o.room_fail_open = v; })},
+        {"room-redis-url", "URL",
+         "the Redis the waiting rooms are kept in (redis://host:port), apart from the seats",
+         "the seats' storage",
+         text("a URL", [](ServerOptions& o, std::string v) { o.room_redis_url = std::move(v); })},
     };
 }
 
@@ -606,6 +625,14 @@ ServerOptions parse(const std::vector<std::string>& args, const Environment& env
         if (options.admin_key->size() < 16) {
             throw Refusal{fmt::format("{} {}: the key must be at least 16 characters",
                                       origin("admin-key-file"), *options.admin_key_file)};
+        }
+    }
+    if (options.admission_key_file) {
+        options.admission_key =
+            read_password(*options.admission_key_file, origin("admission-key-file"));
+        if (options.admission_key->size() < 32) {
+            throw Refusal{fmt::format("{} {}: the key must be at least 32 characters",
+                                      origin("admission-key-file"), *options.admission_key_file)};
         }
     }
     if (!options.open_sign_in && !options.admin_key) {

@@ -108,6 +108,18 @@ struct ServerOptions {
     /// The operator key's file (--admin-key-file), and the key (its first line).
     std::optional<std::string> admin_key_file;
     std::optional<std::string> admin_key;
+    /// Waiting rooms (rooms.hpp). The admission key's file (--admission-key-file): its
+    /// first line, at least 32 characters, shared by every server. None: a key generated
+    /// at start.
+    std::optional<std::string> admission_key_file;
+    /// The key read from that file. Never logged.
+    std::optional<std::string> admission_key;
+    /// How often each room's admit step runs.
+    std::chrono::milliseconds admit_interval{100};
+    /// While a room's storage fails, holds on its event need no admission (counted).
+    bool room_fail_open = false;
+    /// The Redis the rooms are kept in, when not the seats' storage (--room-redis-url).
+    std::optional<std::string> room_redis_url;
     /// The lowest level of the lines written, the access log's included (log.hpp).
     LogLevel log_level = LogLevel::info;
     /// The access log (access_log.hpp): "on" (stderr), "off", or a file to append to.

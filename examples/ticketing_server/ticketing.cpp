@@ -505,6 +505,7 @@ Task<seatlock::Order> Ticketing::confirm(std::string buyer, std::string token,
     }
     co_await unlock(*guard);
     metrics_.hold_confirmed();
+    if (on_done_) co_await on_done_(buyer, order->event);
     co_return order;
 }
 
@@ -533,6 +534,7 @@ Task<void> Ticketing::release(std::string buyer, std::string token) {
     const auto outcome = released ? HoldOutcome::released : HoldOutcome::lost;
     co_await db_.run([&](Database& db) { db.close_hold(token, owner->event, buyer, outcome); });
     metrics_.hold_released();
+    co_await done_unless_holding(buyer, owner->event);
     co_return Result<void>();
 }
 
@@ -601,9 +603,18 @@ Task<std::size_t> Ticketing::drain_expired() {
             if (!acked) co_return std::move(acked).error();
             metrics_.holds_expired(done.size());
             drained += done.size();
+            for (const auto& closed : closes) co_await done_unless_holding(closed.holder, closed.event);
         }
         if (batch->size() < drain_batch) co_return drained;
     }
+}
+
+asio::awaitable<void> Ticketing::done_unless_holding(std::string buyer, std::string event) {
+    if (!on_done_) co_return;
+    const auto now = unix_ms_now();
+    const bool holding = co_await db_.run(
+        [&](Database& db) { return !db.holds_of(buyer, std::optional<std::string>(event), now).empty(); });
+    if (!holding) co_await on_done_(buyer, event);
 }
 
 asio::awaitable<void> Ticketing::prune_closed_holds() {

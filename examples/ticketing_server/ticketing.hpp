@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <boost/asio/awaitable.hpp>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -112,6 +113,12 @@ public:
     /// its versions may have started over, so a copy of its seats must be read anew.
     std::uint64_t repairs() const { return repairs_.load(); }
 
+    /// What to do when a buyer is done with an event (Rooms::done): called, and waited
+    /// for, after a payment, and after a release or an expiry that left the buyer no other
+    /// hold on the event. Set before the server serves; none: nothing.
+    using DoneHook = std::function<boost::asio::awaitable<void>(std::string buyer, std::string event)>;
+    void on_buyer_done(DoneHook hook) { on_done_ = std::move(hook); }
+
     /// Forgets closed-hold records older than a day (seatlock's own memory of a hold).
     boost::asio::awaitable<void> prune_closed_holds();
 
@@ -153,6 +160,11 @@ private:
     template <typename T>
     void watch(const seatlock::Result<T>& result);
 
+    // After a hold closed without a payment: on_done_ when `buyer` has no other hold on
+    // `event` left.
+    boost::asio::awaitable<void> done_unless_holding(std::string buyer, std::string event);
+
+    DoneHook on_done_;
     seatlock::AnyBackend backend_;
     seatlock::SeatHoldStore<seatlock::AnyBackend> store_;
     seatlock::LockManager<seatlock::AnyBackend> locks_;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <boost/json.hpp>
+#include <chrono>
 #include <fstream>
 #include <functional>
 #include <initializer_list>
@@ -12,6 +13,7 @@
 #include <seatlock/backends/memory.hpp>
 #include <seatlock/hold_store.hpp>
 #include <seatlock/keys.hpp>
+#include <seatlock/waiting_room.hpp>
 #include <set>
 #include <sstream>
 
@@ -119,14 +121,62 @@ ZoneSpec read_zone(const json::value& v, std::string_view event) {
     return ZoneSpec::named(id, std::move(seats));
 }
 
-EventSpec read_event(const json::value& v) {
+// A positive whole number of seconds, as milliseconds.
+seatlock::Millis as_seconds(const json::value* v, std::string_view where) {
+    constexpr std::int64_t most = 10LL * 365 * 24 * 3600;  // ten years
+    if (v && v->is_int64() && v->get_int64() > 0 && v->get_int64() <= most)
+        return std::chrono::seconds(v->get_int64());
+    fail(fmt::format("{} must be a whole number of seconds in [1, {}]", where, most));
+}
+
+// The room an event names ("room": {...}); its values are checked by WaitingRoom's rules.
+VenueRoom read_room(const json::value& v, const std::string& event) {
+    const std::string where = "the room of event " + event;
+    const auto& r = as_object(v, where);
+    only_keys(r, where,
+              {"id", "opens_at", "admit_per_second", "max_active", "admission_ttl_s",
+               "no_show_after_s"});
+    VenueRoom room{as_string(r.if_contains("id"), where + ": id"), event, {}};
+    if (!seatlock::is_valid_id(room.id))
+        fail(fmt::format("{}: id '{}' must be 1 to 128 characters of [A-Za-z0-9._@+-]", where,
+                         room.id));
+    const std::string opens = as_string(r.if_contains("opens_at"), where + ": opens_at");
+    const auto opens_at = parse_utc_time(opens);
+    if (!opens_at)
+        fail(fmt::format("{}: opens_at '{}' must be a UTC time as 2026-12-05T18:00:00Z", where,
+                         opens));
+    room.config.opens_at = *opens_at;
+    const json::value* rate = r.if_contains("admit_per_second");
+    if (!rate || !rate->is_number() || !(rate->to_number<double>() > 0) ||
+        rate->to_number<double>() > seatlock::WaitingRoom<seatlock::AnyBackend>::max_admit_per_second)
+        fail(where + ": admit_per_second must be a number in (0, 1000000]");
+    room.config.admit_per_second = rate->to_number<double>();
+    room.config.max_active =
+        static_cast<std::uint64_t>(as_count(r.if_contains("max_active"), where + ": max_active"));
+    room.config.admission_ttl = as_seconds(r.if_contains("admission_ttl_s"), where + ": admission_ttl_s");
+    room.config.no_show_after = as_seconds(r.if_contains("no_show_after_s"), where + ": no_show_after_s");
+    return room;
+}
+
+EventSpec read_event(const json::value& v, std::vector<VenueRoom>& rooms) {
     const auto& e = as_object(v, "an event");
     const std::string id = as_string(e.if_contains("id"), "event id");
-    only_keys(e, "event " + id, {"id", "name", "zones"});
+    only_keys(e, "event " + id, {"id", "name", "zones", "room"});
     EventSpec spec{
         id, e.contains("name") ? as_string(e.if_contains("name"), "event name") : id, {}};
     for (const auto& zone : as_array(e.if_contains("zones"), "event " + id + " zones")) {
         spec.zones.push_back(read_zone(zone, id));
+    }
+    if (const json::value* room = e.if_contains("room")) {
+        VenueRoom read = read_room(*room, id);
+        // A room's admissions name the room, not the event: one event per room, so that an
+        // admission to one event's line never opens another's seats.
+        for (const auto& other : rooms) {
+            if (other.id == read.id)
+                fail(fmt::format("room {} is named by events {} and {}: one event per room",
+                                 read.id, other.event, id));
+        }
+        rooms.push_back(std::move(read));
     }
     return spec;
 }
@@ -233,32 +283,72 @@ std::vector<EventSpec> demo_venue() {
     return {game};
 }
 
-seatlock::Result<std::vector<EventSpec>> parse_venue(std::string_view json_text) {
+seatlock::Result<Venue> parse_venue(std::string_view json_text) {
     boost::system::error_code ec;
     const json::value doc = json::parse(json_text, ec);
     if (ec) return Failure(errc::invalid_argument, "venue is not valid JSON: " + ec.message());
     try {
-        std::vector<EventSpec> events;
+        Venue venue;
         const auto* list = doc.is_object() ? doc.get_object().if_contains("events") : nullptr;
         if (list) {
             only_keys(doc.get_object(), "venue", {"events"});
-            for (const auto& event : as_array(list, "events")) events.push_back(read_event(event));
+            for (const auto& event : as_array(list, "events"))
+                venue.events.push_back(read_event(event, venue.rooms));
         } else {
-            events.push_back(read_event(doc));
+            venue.events.push_back(read_event(doc, venue.rooms));
         }
-        if (auto ok = check_events(events); !ok) return std::move(ok).error();
-        return events;
+        if (auto ok = check_events(venue.events); !ok) return std::move(ok).error();
+        return venue;
     } catch (const VenueError& e) {
         return Failure(errc::invalid_argument, "venue: " + e.message);
     }
 }
 
-seatlock::Result<std::vector<EventSpec>> load_venue(const std::string& path) {
+seatlock::Result<Venue> load_venue(const std::string& path) {
     std::ifstream file(path, std::ios::binary);
     if (!file) return Failure(errc::invalid_argument, "cannot read venue file " + path);
     std::ostringstream text;
     text << file.rdbuf();
     return parse_venue(text.str());
+}
+
+std::optional<seatlock::WallTime> parse_utc_time(std::string_view text) {
+    // YYYY-MM-DDTHH:MM:SS[.f...]Z: the digits at fixed places, then the fraction.
+    const auto digits = [&](std::size_t at, std::size_t n) -> std::optional<int> {
+        if (at + n > text.size()) return std::nullopt;
+        int value = 0;
+        for (std::size_t i = at; i < at + n; ++i) {
+            if (text[i] < '0' || text[i] > '9') return std::nullopt;
+            value = value * 10 + (text[i] - '0');
+        }
+        return value;
+    };
+    if (text.size() < 20 || text[4] != '-' || text[7] != '-' || (text[10] != 'T' && text[10] != 't') ||
+        text[13] != ':' || text[16] != ':')
+        return std::nullopt;
+    const auto year = digits(0, 4), month = digits(5, 2), day = digits(8, 2);
+    const auto hour = digits(11, 2), minute = digits(14, 2), second = digits(17, 2);
+    if (!year || !month || !day || !hour || !minute || !second) return std::nullopt;
+    const std::chrono::year_month_day date{std::chrono::year(*year),
+                                           std::chrono::month(static_cast<unsigned>(*month)),
+                                           std::chrono::day(static_cast<unsigned>(*day))};
+    if (!date.ok() || *year < 1970 || *hour > 23 || *minute > 59 || *second > 59) return std::nullopt;
+    std::size_t at = 19;
+    std::int64_t millis = 0;
+    if (text[at] == '.') {
+        ++at;
+        const std::size_t first = at;
+        for (std::int64_t scale = 100; at < text.size() && text[at] >= '0' && text[at] <= '9'; ++at) {
+            millis += (text[at] - '0') * scale;
+            scale /= 10;
+        }
+        if (at == first) return std::nullopt;
+    }
+    if (at + 1 != text.size() || (text[at] != 'Z' && text[at] != 'z')) return std::nullopt;
+    const auto midnight = std::chrono::sys_days(date);
+    return seatlock::WallTime(std::chrono::duration_cast<seatlock::Millis>(
+        midnight.time_since_epoch() + std::chrono::hours(*hour) + std::chrono::minutes(*minute) +
+        std::chrono::seconds(*second) + std::chrono::milliseconds(millis)));
 }
 
 seatlock::AnyBackend venue_view(seatlock::AnyBackend backend, const std::vector<EventSpec>& venue) {

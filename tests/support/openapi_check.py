@@ -343,9 +343,9 @@ def check_answers(args, document):
 
 # {http::verb::get, "/events/{event}/seats", &Api::seats},
 ROUTE = re.compile(r'\{http::verb::(\w+),\s*"([^"]*)",\s*&Api::(\w+)\}')
-# Routes outside the router's table: the stream is opened by the HTTP layer before routing
-# (Api::stream_request).
-OUTSIDE_TABLE = {("GET", "/events/{event}/stream")}
+# Routes outside the router's table: the streams are opened by the HTTP layer before routing
+# (Api::stream_request, Api::room_stream_request).
+OUTSIDE_TABLE = {("GET", "/events/{event}/stream"), ("GET", "/rooms/{room}/stream")}
 
 
 def check_routes(args, document):

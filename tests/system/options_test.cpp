@@ -67,7 +67,7 @@ TEST_CASE("each numeric flag takes its bounds and refuses past them, or no numbe
         {"--rate-buyer-reads", 0, 1000000},   {"--rate-buyer-read-burst", 1, 1000000},
         {"--rate-address-writes", 0, 1000000}, {"--rate-address-write-burst", 1, 1000000},
         {"--rate-address-reads", 0, 1000000},  {"--rate-address-read-burst", 1, 1000000},
-        {"--session-ttl", 60, 2592000},
+        {"--session-ttl", 60, 2592000},      {"--admit-interval-ms", 10, 60000},
     };
     for (const auto& b : bounds) {
         CAPTURE(b.flag);
@@ -441,6 +441,27 @@ TEST_CASE("the session keys come from a file of one or two keys; the operator ke
     CHECK(contains(refusal({"--sign-in", "operator"}), "needs --admin-key-file"));
     CHECK_FALSE(accepted({"--sign-in", "operator", "--admin-key-file", files.path("admin")}).open_sign_in);
     check_refused({"--sign-in", "anyone"}, "--sign-in");
+}
+
+TEST_CASE("the waiting rooms' settings: the admission key from a file, the admit interval, "
+          "fail-open, a Redis of their own") {
+    TempFiles files;
+    const std::string key(40, 'r');
+    CHECK_FALSE(ServerOptions{}.admission_key.has_value());  // a key generated at start
+    CHECK(ServerOptions{}.admit_interval == std::chrono::milliseconds(100));
+    CHECK_FALSE(ServerOptions{}.room_fail_open);
+    CHECK(accepted({"--admission-key-file", files.write("admission", key + "\n")}).admission_key == key);
+    const auto text = refusal({"--admission-key-file", files.write("short", std::string(31, 'k') + "\n")});
+    CHECK(contains(text, "--admission-key-file"));
+    CHECK(contains(text, "at least 32 characters"));
+    CHECK_FALSE(contains(text, std::string(31, 'k')));  // the key is not echoed
+    CHECK(contains(refusal({"--admission-key-file", files.path("missing")}), "cannot read it"));
+
+    CHECK(accepted({"--admit-interval-ms", "20"}).admit_interval == std::chrono::milliseconds(20));
+    CHECK(accepted({"--room-fail-open"}).room_fail_open);
+    CHECK(accepted({}, {{"SEATLOCK_TICKETING_ROOM_FAIL_OPEN", "true"}}).room_fail_open);
+    CHECK(accepted({"--room-redis-url", "redis://10.0.0.5:6379"}).room_redis_url == "redis://10.0.0.5:6379");
+    CHECK_FALSE(accepted({}).room_redis_url.has_value());
 }
 
 TEST_CASE(

@@ -8,6 +8,11 @@
 // event's zones with their free seats; choosing one zooms into its seats. The buyer signs
 // in with a name (POST /session): the server's answer sets its session cookie (HttpOnly:
 // this script never sees the token), which the browser sends with every call.
+// An event with a waiting room (GET /events names its `room`) shows the buyer's place in
+// line instead of the seat map: the page joins the line, follows the room's stream
+// (GET /rooms/{room}/stream; without it, asks GET /rooms/{room}/position every second),
+// and once the buyer is admitted asks the position once more, whose answer sets the
+// admission's cookie for the event's holds, then shows the seat map.
 "use strict";
 
 const POLL_MS = 500;
@@ -32,6 +37,8 @@ const state = {
   lengths: new Map(),    // hold token -> seconds the hold was granted for (extend asks as much)
   settled: new Set(),    // hold tokens this page paid or released: not reported as expired
   busy: false,
+  queue: null,           // the line being waited in: {event, room, source}, or null
+  admitted: new Set(),   // events whose admission this page collected (its cookie is set)
 };
 
 const $ = (id) => document.getElementById(id);
@@ -302,6 +309,115 @@ async function pollForever() {
     }
     await new Promise((resolve) => setTimeout(resolve, document.hidden ? 5000 : POLL_MS));
   }
+}
+
+// ---- the waiting room (docs/ticketing-server.md, "Waiting rooms")
+
+function eventInfo() {
+  return state.events.find((e) => e.id === state.event);
+}
+
+// Whether the event's seats wait behind its line for this buyer.
+function needsQueue() {
+  const event = eventInfo();
+  return Boolean(event && event.room && !state.admitted.has(event.id));
+}
+
+function showQueue(on) {
+  $("queue").hidden = !on;
+  $("seat-map").hidden = on;
+}
+
+function showPosition(p) {
+  let place, wait = "";
+  if (p.state === "waiting") {
+    place = p.place
+      ? "You are number " + p.place + " in line (" + p.waiting + " waiting)."
+      : "The sale opens at " + new Date(p.opens_at).toLocaleTimeString() +
+        ": your place in line is drawn then (" + p.waiting + " waiting).";
+    wait = "Estimated wait: " + clock(Math.max(1, Math.ceil(p.estimated_wait_s))) + ".";
+  } else if (p.state === "admitted" || p.state === "active") {
+    place = "It is your turn.";
+  } else {
+    place = p.state === "finished" ? "You have been through the line for this event."
+                                   : "Your turn passed: the admission was not collected in time.";
+  }
+  $("queue-place").textContent = place;
+  $("queue-wait").textContent = wait;
+}
+
+function leaveQueue() {
+  const q = state.queue;
+  state.queue = null;
+  if (q && q.source) q.source.close();
+}
+
+// Joins the event's line and follows the buyer's place until admitted.
+async function enterQueue() {
+  leaveQueue();
+  const event = eventInfo();
+  if (!event || !event.room) { showQueue(false); return; }
+  showQueue(true);
+  $("queue-wait").textContent = "";
+  if (!state.user) { $("queue-place").textContent = "Choose your name to join the line."; return; }
+  const q = { event: event.id, room: event.room, source: null };
+  state.queue = q;
+  $("queue-place").textContent = "Joining the line...";
+  const joined = await api("POST", q.room.join_url);
+  if (state.queue !== q) return;
+  if (joined.status !== 201 && joined.status !== 200) {
+    say((joined.body && joined.body.message) || "The line could not be joined.", true);
+  }
+  if (typeof EventSource === "undefined") { pollQueue(q); return; }
+  const source = new EventSource(q.room.stream_url);
+  q.source = source;
+  source.addEventListener("position", (e) => { if (state.queue === q) showPosition(JSON.parse(e.data)); });
+  source.addEventListener("admitted", () => {
+    source.close();
+    if (state.queue === q) collectAdmission(q);
+  });
+  source.addEventListener("error", (e) => {
+    if (state.queue !== q) return;
+    // A frame of the server's (data: its error), or the stream broke: ask by polling.
+    if (e.data) say(JSON.parse(e.data).message, true);
+    source.close();
+    q.source = null;
+    pollQueue(q);
+  });
+}
+
+async function pollQueue(q) {
+  while (state.queue === q) {
+    try {
+      const reply = await api("GET", q.room.queue_url);
+      if (state.queue !== q) return;
+      if (reply.status === 200 && reply.body.admission) { admittedTo(q); return; }
+      if (reply.status === 200) showPosition(reply.body);
+      else if (reply.body && reply.body.error === "not_in_queue") { enterQueue(); return; }
+    } catch (e) {
+      say("Cannot reach the server (" + e.message + "); trying again.", true);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
+
+// The stream said admitted: the position's answer collects the admission and sets its cookie.
+async function collectAdmission(q) {
+  try {
+    const reply = await api("GET", q.room.queue_url);
+    if (state.queue !== q) return;
+    if (reply.status === 200 && reply.body.admission) { admittedTo(q); return; }
+    if (reply.status === 200) showPosition(reply.body);
+  } catch (e) { /* polled below */ }
+  pollQueue(q);
+}
+
+function admittedTo(q) {
+  state.admitted.add(q.event);
+  leaveQueue();
+  showQueue(false);
+  say("It is your turn: choose your seats.");
+  renderMap();
 }
 
 // ---- what a seat is for this buyer
@@ -738,6 +854,13 @@ function hold(zone, ask) {
       say("Held " + list(h.seats) + " in " + zone + ": pay before the countdown ends.");
       return;
     }
+    if (reply.body && reply.body.error === "not_admitted") {
+      // The admission expired or was never collected here: back to the line.
+      state.admitted.delete(state.event);
+      say("Your turn in line is over: join the line again.", true);
+      enterQueue();
+      return;
+    }
     const refusal = refusalText(zone, asked, reply.body);
     state.refused.set(zone, { seats: new Set((reply.body && reply.body.seats) || []), message: refusal });
     if (reply.body && reply.body.error === "seat_taken") {
@@ -831,6 +954,10 @@ function useBuyer(name) {
   state.refused.clear();
   for (const url of [...state.etags.keys()]) if (url.startsWith("/me/")) state.etags.delete(url);
   document.title = "Seats for " + name;
+  state.admitted.clear();  // admissions are the buyer's own
+  if (state.event) {
+    if (needsQueue()) enterQueue(); else { leaveQueue(); showQueue(false); }
+  }
 }
 
 function useEvent(id) {
@@ -845,6 +972,7 @@ function useEvent(id) {
   state.refused.clear();
   state.etags.clear();
   openStream();
+  if (needsQueue()) enterQueue(); else { leaveQueue(); showQueue(false); }
 }
 
 async function start() {
