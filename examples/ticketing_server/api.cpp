@@ -6,8 +6,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <functional>
 #include <boost/json.hpp>
 #include <boost/url/parse.hpp>
 #include <initializer_list>
@@ -1007,6 +1009,18 @@ std::optional<std::variant<RoomStreamStart, HttpResponse>> Api::room_stream_requ
     return RoomStreamStart{room, identity.buyer};
 }
 
+std::chrono::milliseconds room_poll_after(const seatlock::QueuePosition& where, std::string_view buyer) {
+    using std::chrono::milliseconds;
+    constexpr milliseconds soonest{500}, latest{20'000}, spread{2'000};
+    if (where.state != seatlock::QueueState::waiting) return soonest;
+    if (!where.place) {  // before the opening: estimated_wait is the time until it
+        const auto offset = milliseconds(static_cast<std::int64_t>(std::hash<std::string_view>{}(buyer) %
+                                                                    static_cast<std::size_t>(spread.count())));
+        return std::clamp(where.estimated_wait + offset, soonest, latest);
+    }
+    return std::clamp(where.estimated_wait / 10, soonest, latest);
+}
+
 boost::asio::awaitable<RoomFrame> Api::room_frame(const VenueRoom& room, std::string buyer) {
     const auto frame = [](std::string_view name, const json::object& body) {
         return fmt::format("event: {}\ndata: {}\n\n", name, json::serialize(body));
@@ -1023,7 +1037,7 @@ boost::asio::awaitable<RoomFrame> Api::room_frame(const VenueRoom& room, std::st
     }
     if (!is_admitted(where->state)) {
         const bool over = where->state != seatlock::QueueState::waiting;
-        co_return RoomFrame{frame("position", to_json(room, *where)), over};
+        co_return RoomFrame{frame("position", to_json(room, *where)), over, room_poll_after(*where, buyer)};
     }
     auto admitted = co_await rooms_->admission(room, buyer);
     if (!admitted) {

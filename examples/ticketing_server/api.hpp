@@ -48,7 +48,9 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include <chrono>
 #include <optional>
+#include <seatlock/room_vocabulary.hpp>
 #include <seatlock/vocabulary.hpp>
 #include <span>
 #include <string>
@@ -87,7 +89,15 @@ struct RoomStreamStart {
 struct RoomFrame {
     std::string text;   ///< the SSE frame ("event: position", data: the position's JSON)
     bool last = false;  ///< the stream ends after it: admitted, or no longer waiting
+    /// When to ask the room again: soon near the front, rarely far back (room_poll_after).
+    std::chrono::milliseconds next{500};
 };
+
+/// How long a room stream waits before it asks the room again for `buyer`: a tenth of the
+/// estimated wait, between 500 ms and 20 s, so that a line of a million costs the storage
+/// little while the front moves at once; before the opening, until it (20 s at most) plus
+/// up to 2 s spread by buyer, so that the whole line does not ask in the same instant.
+std::chrono::milliseconds room_poll_after(const seatlock::QueuePosition& where, std::string_view buyer);
 
 class Api {
 public:

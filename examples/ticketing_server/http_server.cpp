@@ -490,8 +490,9 @@ private:
 
     // ---- a buyer's position in a room's line (Server-Sent Events)
 
-    // The stream's frames: the buyer's position, asked of the room every room_poll and sent
-    // when it changed; a heartbeat comment as on seat map streams; the stream ends after
+    // The stream's frames: the buyer's position, asked of the room again after the frame's
+    // `next` (room_poll_after: 500 ms near the front, up to 20 s far back) and sent when it
+    // changed; a heartbeat comment as on seat map streams; the stream ends after
     // the frame that carries the admission (or says the buyer no longer waits).
     void start_room_stream(const RoomStreamStart& start) {
         streaming_ = true;
@@ -526,7 +527,7 @@ private:
                 if (!self->writing_busy_) self->end_stream();
                 break;
             }
-            self->coalesce_timer_.expires_after(room_poll);
+            self->coalesce_timer_.expires_after(frame.next);
             beast::error_code cancelled;  // by close()
             co_await self->coalesce_timer_.async_wait(asio::redirect_error(asio::use_awaitable, cancelled));
         }
@@ -657,7 +658,6 @@ private:
 
     static constexpr std::size_t max_discard = 8 * 1024 * 1024;
     // How often a room stream asks where its buyer stands (one storage read each).
-    static constexpr std::chrono::milliseconds room_poll{500};
 
     beast::tcp_stream stream_;
     beast::flat_buffer buffer_;

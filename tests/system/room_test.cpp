@@ -13,8 +13,10 @@
 #include <unistd.h>
 
 #include <seatlock/admission.hpp>
+#include <set>
 
 #include "support/system_test.hpp"
+#include "api.hpp"
 #include "support/temp_files.hpp"
 #include "venue.hpp"
 
@@ -394,6 +396,36 @@ TEST_CASE(
     CHECK(stranger.find("event: error\ndata: {\"error\":\"not_in_queue\"") != std::string::npos);
     CHECK(stranger.ends_with("<closed>"));
     CHECK(client.get("/rooms/no-such-line/stream").status == 404);
+}
+
+TEST_CASE("a position stream asks the room soon near the front, rarely far back, and spreads the opening") {
+    using ticketing::room_poll_after;
+    seatlock::QueuePosition where;
+    where.state = seatlock::QueueState::waiting;
+    where.place = 1;
+    where.estimated_wait = 1s;  // a tenth of the wait, between 500 ms and 20 s
+    CHECK(room_poll_after(where, "ann") == 500ms);
+    where.estimated_wait = 100s;
+    CHECK(room_poll_after(where, "ann") == 10s);
+    where.estimated_wait = 10h;
+    CHECK(room_poll_after(where, "ann") == 20s);
+    where.state = seatlock::QueueState::admitted;
+    CHECK(room_poll_after(where, "ann") == 500ms);
+    // Before the opening (no place): until it, 20 s at most, plus up to 2 s by buyer.
+    where.state = seatlock::QueueState::waiting;
+    where.place.reset();
+    where.estimated_wait = 1h;
+    CHECK(room_poll_after(where, "ann") == 20s);
+    where.estimated_wait = 3s;
+    std::set<std::chrono::milliseconds::rep> asked;
+    for (int n = 0; n < 100; ++n) {
+        const auto after = room_poll_after(where, "buyer-" + std::to_string(n));
+        CHECK(after >= 3s);
+        CHECK(after < 5s);
+        asked.insert(after.count());
+    }
+    CHECK(asked.size() > 50);  // spread, not all at once
+    CHECK(room_poll_after(where, "ann") == room_poll_after(where, "ann"));
 }
 
 #ifdef SEATLOCK_SYSTEM_TEST_REDIS

@@ -387,6 +387,7 @@ async function enterQueue() {
 }
 
 async function pollQueue(q) {
+  let wait = 1000;
   while (state.queue === q) {
     try {
       const reply = await api("GET", q.room.queue_url);
@@ -394,10 +395,12 @@ async function pollQueue(q) {
       if (reply.status === 200 && reply.body.admission) { admittedTo(q); return; }
       if (reply.status === 200) showPosition(reply.body);
       else if (reply.body && reply.body.error === "not_in_queue") { enterQueue(); return; }
+      // As the stream does: soon near the front, rarely far back.
+      if (reply.status === 200) wait = Math.min(20000, Math.max(1000, reply.body.estimated_wait_s * 100));
     } catch (e) {
       say("Cannot reach the server (" + e.message + "); trying again.", true);
     }
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await new Promise((resolve) => setTimeout(resolve, wait));
   }
 }
 
