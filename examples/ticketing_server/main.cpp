@@ -65,7 +65,7 @@ constexpr auto drain_period = std::chrono::milliseconds(250);
 seatlock::Result<seatlock::AnyBackend> make_redis(const std::string& url,
                                                  const std::optional<std::string>& password,
                                                  const std::vector<asio::io_context*>& contexts,
-                                                 Metrics& metrics, bool scraped);
+                                                 Metrics& metrics, bool scraped, bool must_answer = true);
 
 // On Redis, the connections' events are logged and counted in `metrics`, and the backend's
 // counters rendered at every scrape (redis_metrics.hpp); `metrics` outlives the backend.
@@ -77,12 +77,14 @@ seatlock::Result<seatlock::AnyBackend> make_backend(
     return make_redis(options.redis_url, options.redis_password, contexts, metrics, true);
 }
 
-// A Redis backend at `url` with a connection on each of `contexts`, pinged; its events
-// counted in `metrics`, and its counters rendered at every scrape when `scraped`.
+// A Redis backend at `url` with a connection on each of `contexts`, pinged (a Redis that
+// does not answer is an error when `must_answer`, else a warning: the backend connects
+// when it can); its events counted in `metrics`, and its counters rendered at every scrape
+// when `scraped`.
 seatlock::Result<seatlock::AnyBackend> make_redis(
     [[maybe_unused]] const std::string& url, [[maybe_unused]] const std::optional<std::string>& password,
     [[maybe_unused]] const std::vector<asio::io_context*>& contexts,
-    [[maybe_unused]] Metrics& metrics, [[maybe_unused]] bool scraped) {
+    [[maybe_unused]] Metrics& metrics, [[maybe_unused]] bool scraped, [[maybe_unused]] bool must_answer) {
 #ifdef SEATLOCK_TICKETING_WITH_REDIS
     auto redis_options = seatlock::RedisOptions::from_url(url);
     if (!redis_options) return std::move(redis_options).error();
@@ -97,7 +99,11 @@ seatlock::Result<seatlock::AnyBackend> make_redis(
     for (auto* context : contexts) executors.push_back(context->get_executor());
     auto redis = std::make_shared<seatlock::RedisBackend>(std::move(*redis_options), executors);
     // Fail at start, not at the first customer's request.
-    if (auto ok = redis->ping(); !ok) return std::move(ok).error();
+    if (auto ok = redis->ping(); !ok) {
+        if (must_answer || ok.error().code != seatlock::condition::storage_unavailable)
+            return std::move(ok).error();
+        log_warn("Redis at {} does not answer yet: {}", url, ok.error().message());
+    }
     if (scraped) scrape_redis(redis, metrics);
     return seatlock::AnyBackend(std::move(redis));
 #else
@@ -179,7 +185,8 @@ int serve(const ServerOptions& options) {
     policy.max_seats_per_holder = options.max_seats_per_buyer;
     // The waiting rooms: in the seats' storage, or in a Redis of their own.
     auto room_backend = options.room_redis_url
-                            ? make_redis(*options.room_redis_url, std::nullopt, contexts, metrics, false)
+                            ? make_redis(*options.room_redis_url, std::nullopt, contexts, metrics, false,
+                                         !options.room_fail_open)
                             : seatlock::Result<seatlock::AnyBackend>(*backend);
     if (!room_backend) {
         log_error("cannot use the rooms' Redis: {}", room_backend.error().message());

@@ -35,10 +35,12 @@ Rooms::Rooms(seatlock::AnyBackend backend, seatlock::AdmissionKey key, std::vect
       rooms_(std::move(rooms)),
       fail_open_(fail_open),
       failing_(new std::atomic<bool>[rooms_.size()]),
+      configured_(new std::atomic<bool>[rooms_.size()]),
       active_(new std::atomic<std::uint64_t>[rooms_.size()]),
       waiting_(new std::atomic<std::uint64_t>[rooms_.size()]) {
     for (std::size_t i = 0; i < rooms_.size(); ++i) {
         failing_[i] = false;
+        configured_[i] = false;
         active_[i] = 0;
         waiting_[i] = 0;
     }
@@ -81,10 +83,18 @@ void Rooms::noted(const VenueRoom& room, const seatlock::Result<T>& result) {
 }
 
 Task<void> Rooms::configure() {
-    for (const auto& room : rooms_) {
+    for (std::size_t i = 0; i < rooms_.size(); ++i) {
+        const VenueRoom& room = rooms_[i];
         auto configured = co_await room_.async_configure(room.id, room.config, use_awaitable);
         noted(room, configured);
-        if (!configured) {
+        if (configured) {
+            configured_[i] = true;
+        } else if (configured.error().code == seatlock::condition::storage_unavailable) {
+            // The room's storage is down: the admit timer configures it once it answers;
+            // meanwhile the room fails (open or closed, as the server was told).
+            log_warn("room {}: not configured yet, its storage fails ({}); the admit timer tries again",
+                     room.id, configured.error().message());
+        } else {
             seatlock::Failure failure = std::move(configured).error();
             failure.detail = "room " + room.id + ": " + failure.detail;
             co_return failure;
@@ -163,8 +173,26 @@ asio::awaitable<void> Rooms::run(std::shared_ptr<State> state, Rooms& rooms,
         for (std::size_t i = 0; i < rooms.rooms_.size(); ++i) {
             const VenueRoom& room = rooms.rooms_[i];
             try {
+                if (!rooms.configured_[i]) {
+                    auto configured = co_await rooms.room_.async_configure(room.id, room.config, use_awaitable);
+                    rooms.noted(room, configured);
+                    if (!configured) {
+                        if (configured.error().code != seatlock::condition::storage_unavailable)
+                            log_error("room {}: cannot configure it: {}", room.id, configured.error().message());
+                        continue;
+                    }
+                    rooms.configured_[i] = true;
+                    log("room {}: configured", room.id);
+                }
                 auto admitted = co_await rooms.room_.async_admit(room.id, use_awaitable);
                 rooms.noted(room, admitted);
+                if (admitted.is(seatlock::errc::unknown_room)) {
+                    // The storage lost the room (a Redis back empty): configured again on
+                    // the next pass; its line starts anew, and its buyers join again.
+                    log_warn("room {}: its storage no longer knows it; configuring it again", room.id);
+                    rooms.configured_[i] = false;
+                    continue;
+                }
                 const auto& report = admitted;
                 if (report) {
                     rooms.active_[i] = report->active;

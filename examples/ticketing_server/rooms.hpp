@@ -11,7 +11,8 @@
 //
 // When a room's storage fails (its calls answer a storage error: the admit timer finds out
 // within its period), holds without an admission are refused (503 room_unavailable), or,
-// with fail_open, let in and counted.
+// with fail_open, let in and counted; a storage down at start delays the room's
+// configuration to the admit timer, not the server's start.
 #pragma once
 
 #include <atomic>
@@ -69,7 +70,9 @@ public:
     [[nodiscard]] const VenueRoom* find(std::string_view id) const;
     [[nodiscard]] bool empty() const { return rooms_.empty(); }
 
-    /// Configures every room (at start; idempotent).
+    /// Configures every room (at start; idempotent). A room whose storage fails is left
+    /// to the admit timer, which configures it once the storage answers (the room fails
+    /// meanwhile, open or closed); any other refusal is the answer.
     Task<void> configure();
     /// The room's calls for `buyer` (WaitingRoom's join, position, admission). Their
     /// storage errors mark the room failing, their successes healthy.
@@ -112,6 +115,7 @@ private:
     bool fail_open_;
     // Per room (in rooms_' order): whether its storage fails now, and its last admit report.
     std::unique_ptr<std::atomic<bool>[]> failing_;
+    std::unique_ptr<std::atomic<bool>[]> configured_;  // configure() succeeded
     std::unique_ptr<std::atomic<std::uint64_t>[]> active_;
     std::unique_ptr<std::atomic<std::uint64_t>[]> waiting_;
     std::atomic<std::uint64_t> fail_open_holds_{0};

@@ -460,10 +460,25 @@ TEST_CASE(
     CHECK(refused.error() == "room_unavailable");
     CHECK(metric(closed_client, "seatlock_ticketing_room_fail_open_holds_total") == 0);
 
-    // The storage back: admissions are needed again.
+    // The storage back, empty: admissions are needed again, and the servers configure the
+    // room again, so that buyers can join its line.
     redis.restart();
     REQUIRE(eventually([&] { return metric(open_client, failing_open) == 0; }, 15s));
     check_not_admitted(hold_with(open_client, "gig", "carl"), "gig-line");
+    CHECK(eventually([&] { return open_client.post("/rooms/gig-line/join", "", std::string("carl")).status == 201; },
+                     15s));
+
+    // A server started while the room's storage is down starts, failing open, and
+    // configures the room once the storage answers.
+    redis.stop();
+    TicketingServer late(on(MemoryStorage{}, {"--room-redis-url", redis.url(), "--room-fail-open"}, venue));
+    auto late_client = late.client();
+    CHECK(metric(late_client, failing_open) == 1);
+    CHECK(hold_with(late_client, "gig", "dana").status == 201);
+    redis.restart();
+    CHECK(eventually([&] { return late_client.post("/rooms/gig-line/join", "", std::string("erin")).status == 201; },
+                     15s));
+    CHECK(metric(late_client, failing_open) == 0);
 }
 #endif
 
