@@ -704,20 +704,32 @@ Api::Answer Api::seats(Call& call) {
     co_return response;
 }
 
-std::optional<std::variant<StreamStart, HttpResponse>> Api::stream_request(
-    const HttpRequest& request) const {
+namespace {
+
+// The id of `GET /<collection>/{id}/stream` (the seat map's and a room's streams), a 400
+// for one with a query (`no_query` says why), or nothing for any other request.
+std::optional<std::variant<std::string, HttpResponse>> stream_target(const HttpRequest& request,
+                                                                     std::string_view collection,
+                                                                     std::string_view no_query) {
     if (request.method() != http::verb::get) return std::nullopt;
     const std::string_view target(request.target().data(), request.target().size());
     const auto url = boost::urls::parse_origin_form(target);
     if (!url) return std::nullopt;
     std::vector<std::string> path;
     for (auto segment : url->segments()) path.emplace_back(segment);
-    if (path.size() != 3 || path[0] != "events" || path[2] != "stream") return std::nullopt;
-    if (!url->params().empty()) {
-        return error_response(http::status::bad_request, "invalid_argument",
-                              "the stream takes no query parameters (resume with Last-Event-ID)");
-    }
-    StreamStart start{path[1], std::nullopt};
+    if (path.size() != 3 || path[0] != collection || path[2] != "stream") return std::nullopt;
+    if (!url->params().empty()) return error_response(http::status::bad_request, "invalid_argument", no_query);
+    return std::move(path[1]);
+}
+
+}  // namespace
+
+std::optional<std::variant<StreamStart, HttpResponse>> Api::stream_request(
+    const HttpRequest& request) const {
+    auto id = stream_target(request, "events", "the stream takes no query parameters (resume with Last-Event-ID)");
+    if (!id) return std::nullopt;
+    if (auto* refusal = std::get_if<HttpResponse>(&*id)) return std::move(*refusal);
+    StreamStart start{std::get<std::string>(std::move(*id)), std::nullopt};
     if (!feed_->knows(start.event)) {
         return error_response(http::status::not_found, "unknown_event",
                               "no event " + start.event + " on sale here");
@@ -980,19 +992,12 @@ Api::Answer Api::room_position(Call& call) {
 
 std::optional<std::variant<RoomStreamStart, HttpResponse>> Api::room_stream_request(
     const HttpRequest& request, const Identity& identity) const {
-    if (request.method() != http::verb::get) return std::nullopt;
-    const std::string_view target(request.target().data(), request.target().size());
-    const auto url = boost::urls::parse_origin_form(target);
-    if (!url) return std::nullopt;
-    std::vector<std::string> path;
-    for (auto segment : url->segments()) path.emplace_back(segment);
-    if (path.size() != 3 || path[0] != "rooms" || path[2] != "stream") return std::nullopt;
-    if (!url->params().empty()) {
-        return error_response(http::status::bad_request, "invalid_argument",
-                              "the stream takes no query parameters");
-    }
-    const VenueRoom* room = rooms_ ? rooms_->find(path[1]) : nullptr;
-    if (!room) return error_response(http::status::not_found, "unknown_room", "no room " + path[1] + " here");
+    auto id = stream_target(request, "rooms", "the stream takes no query parameters");
+    if (!id) return std::nullopt;
+    if (auto* refusal = std::get_if<HttpResponse>(&*id)) return std::move(*refusal);
+    const std::string& room_id = std::get<std::string>(*id);
+    const VenueRoom* room = rooms_ ? rooms_->find(room_id) : nullptr;
+    if (!room) return error_response(http::status::not_found, "unknown_room", "no room " + room_id + " here");
     if (identity.kind == Identity::Kind::refused && identity.refusal_code == "invalid_argument")
         return error_response(http::status::bad_request, "invalid_argument", identity.refusal);
     if (identity.kind != Identity::Kind::buyer) {

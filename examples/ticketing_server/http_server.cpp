@@ -3,6 +3,8 @@
 // its requests' handlers run as coroutines.
 #include "http_server.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -438,6 +440,15 @@ public:
     }
 
 private:
+    // The head of an event stream's answer, and the reconnection delay asked of the client.
+    [[nodiscard]] std::string stream_head(std::string_view cache_control) const {
+        return fmt::format(
+            "HTTP/1.1 200 OK\r\nServer: seatlock-ticketing\r\nContent-Type: text/event-stream\r\n"
+            "Cache-Control: {}\r\nX-Accel-Buffering: no\r\nConnection: close\r\nX-Request-Id: {}\r\n\r\n"
+            "retry: 1000\n\n",
+            cache_control, request_id_);
+    }
+
     void start_stream(const StreamStart& start) {
         streaming_ = true;
         stream_event_ = start.event;
@@ -448,11 +459,7 @@ private:
         stream_.socket().set_option(asio::socket_base::send_buffer_size(limits_.send_buffer),
                                     ignored);
         stream_.socket().set_option(tcp::no_delay(true), ignored);
-        pending_ =
-            "HTTP/1.1 200 OK\r\nServer: seatlock-ticketing\r\n"
-            "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-            "X-Accel-Buffering: no\r\nConnection: close\r\nX-Request-Id: " +
-            request_id_ + "\r\n\r\nretry: 1000\n\n";
+        pending_ = stream_head("no-cache");
         // The first frame: the changes after the viewer's version when this process still
         // has them, the whole map otherwise.
         SeatFeed& feed = api_.feed();
@@ -501,11 +508,7 @@ private:
         metrics_.request_done(route_, method_, 200, std::chrono::steady_clock::duration{});
         beast::error_code ignored;
         stream_.socket().set_option(tcp::no_delay(true), ignored);
-        pending_ =
-            "HTTP/1.1 200 OK\r\nServer: seatlock-ticketing\r\n"
-            "Content-Type: text/event-stream\r\nCache-Control: no-store\r\n"
-            "X-Accel-Buffering: no\r\nConnection: close\r\nX-Request-Id: " +
-            request_id_ + "\r\n\r\nretry: 1000\n\n";
+        pending_ = stream_head("no-store");
         flush();
         arm_heartbeat();
         watch_close();
