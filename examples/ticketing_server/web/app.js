@@ -10,7 +10,8 @@
 // this script never sees the token), which the browser sends with every call.
 // An event with a waiting room (GET /events names its `room`) shows the buyer's place in
 // line instead of the seat map: the page joins the line, follows the room's stream
-// (GET /rooms/{room}/stream; without it, asks GET /rooms/{room}/position every second),
+// (GET /rooms/{room}/stream; without it, asks GET /rooms/{room}/position, every second near
+// the front, up to every 20 s far back),
 // and once the buyer is admitted asks the position once more, whose answer sets the
 // admission's cookie for the event's holds, then shows the seat map.
 "use strict";
