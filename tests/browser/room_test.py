@@ -33,7 +33,9 @@ from venue_test import http
 
 EVENT = "onsale"
 ROOM = "onsale-line"
-OPENS_IN_S = 6
+# Long enough for a server and a browser to start on a loaded two-core machine (CI runs
+# this beside other builds and tests): the page must show the room still closed.
+OPENS_IN_S = 15
 
 
 def write_venue(path, opens_at):
@@ -90,11 +92,12 @@ def run(page, server, opens):
     wait_until(lambda: page.driver.title == "Seats for alice", 5, "buying as alice")
     wait_until(lambda: visible(page, "queue") and not visible(page, "seat-map"), 5,
                "the waiting room shown instead of the seat map")
-    wait_until(lambda: "opens at" in page.text("#queue-place"), 5, "the opening time shown")
-    page.screenshot("01-before-opening")
-    if time.time() >= opens:
+    wait_until(lambda: "opens at" in page.text("#queue-place") or time.time() >= opens, OPENS_IN_S,
+               "the opening time shown")
+    if "opens at" not in page.text("#queue-place"):
         fail("the room opened before the page showed it waiting: the machine is too slow for "
              f"OPENS_IN_S = {OPENS_IN_S}")
+    page.screenshot("01-before-opening")
 
     step("the room opens: the draw puts one of the two first, alone admitted (max_active 1)")
     def admitted_first():
