@@ -186,13 +186,6 @@ std::string entity_tag(std::string_view body) {
     return fmt::format("\"{:016x}\"", hash);
 }
 
-// Spaces and tabs off both ends of `text`.
-std::string_view trimmed(std::string_view text) {
-    while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-    while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-    return text;
-}
-
 // Calls `element` with each element of the comma-separated lists in the request's `field`
 // lines, trimmed; true as soon as `element` answers true.
 template <typename Element>
@@ -202,7 +195,7 @@ bool any_list_element(const HttpRequest& request, http::field field, Element&& e
         std::string_view list(line->value().data(), line->value().size());
         while (!list.empty()) {
             const auto comma = list.find(',');
-            const std::string_view item = trimmed(list.substr(0, comma));
+            const std::string_view item = trim_blanks(list.substr(0, comma));
             list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
             if (!item.empty() && element(item)) return true;
         }
@@ -242,7 +235,7 @@ bool accepts_gzip(const HttpRequest& request) {
         std::string_view params;
         if (const auto semi = item.find(';'); semi != std::string_view::npos) {
             params = item.substr(semi + 1);
-            item = trimmed(item.substr(0, semi));
+            item = trim_blanks(item.substr(0, semi));
         }
         if (!boost::beast::iequals(item, "gzip") && item != "*") return false;
         // "gzip;q=0" refuses it; any other weight takes it.
@@ -844,22 +837,6 @@ Api::Answer Api::cancel(Call& call) {
 // ---- waiting rooms
 
 namespace {
-
-// The value of cookie `name` among the request's Cookie lines ("a=1; name=x").
-std::optional<std::string_view> cookie_value(const HttpRequest& request, std::string_view name) {
-    const auto [first, last] = request.equal_range(http::field::cookie);
-    for (auto line = first; line != last; ++line) {
-        std::string_view list(line->value().data(), line->value().size());
-        while (!list.empty()) {
-            const auto semi = list.find(';');
-            const std::string_view pair = trimmed(list.substr(0, semi));
-            list = semi == std::string_view::npos ? std::string_view() : list.substr(semi + 1);
-            const auto eq = pair.find('=');
-            if (eq != std::string_view::npos && pair.substr(0, eq) == name) return pair.substr(eq + 1);
-        }
-    }
-    return std::nullopt;
-}
 
 // The admission a request carries: X-Admission-Token (API clients), else the cookie (the
 // page; the browser sends the event's own, its Path being the event's holds).

@@ -208,9 +208,9 @@ int serve(const ServerOptions& options) {
     // Through the venue's view: a shared Redis may hold other servers' events too.
     Ticketing ticketing(venue_view(std::move(*backend), *events), policy, db, metrics);
     if (!rooms.empty()) {
-        ticketing.on_buyer_done([&rooms](std::string buyer, std::string event) {
-            return rooms.done(std::move(buyer), std::move(event));
-        });
+        ticketing.on_buyer_done(
+            [&rooms](std::string buyer, std::string event) { return rooms.done(std::move(buyer), std::move(event)); },
+            [&rooms](std::string_view event) { return rooms.of_event(event) != nullptr; });
         if (auto configured = run_to_end(ioc, keep_running.front(), rooms.configure()); !configured) {
             log_error("cannot configure the venue's waiting rooms: {}", configured.error().message());
             return 1;

@@ -47,28 +47,6 @@ std::string_view header_value(const HttpRequest& request, std::string_view name)
     return {found->value().data(), found->value().size()};
 }
 
-std::string_view trim_blanks(std::string_view text) {
-    while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-    while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-    return text;
-}
-
-// The session cookie's value among the request's Cookie lines ("a=1; seatlock_session=x").
-std::optional<std::string_view> session_cookie_value(const HttpRequest& request) {
-    const auto [first, last] = request.equal_range(http::field::cookie);
-    for (auto line = first; line != last; ++line) {
-        std::string_view list(line->value().data(), line->value().size());
-        while (!list.empty()) {
-            const auto semi = list.find(';');
-            const std::string_view pair = trim_blanks(list.substr(0, semi));
-            list = semi == std::string_view::npos ? std::string_view() : list.substr(semi + 1);
-            const auto eq = pair.find('=');
-            if (eq != std::string_view::npos && pair.substr(0, eq) == session_cookie)
-                return pair.substr(eq + 1);
-        }
-    }
-    return std::nullopt;
-}
 
 std::array<unsigned char, 32> sha256(std::string_view text) {
     std::array<unsigned char, 32> digest{};
@@ -97,6 +75,27 @@ Identity refused_identity(Identity::Via via, std::string code, std::string why) 
 }
 
 }  // namespace
+
+std::string_view trim_blanks(std::string_view text) {
+    while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+    while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+    return text;
+}
+
+std::optional<std::string_view> cookie_value(const HttpRequest& request, std::string_view name) {
+    const auto [first, last] = request.equal_range(http::field::cookie);
+    for (auto line = first; line != last; ++line) {
+        std::string_view list(line->value().data(), line->value().size());
+        while (!list.empty()) {
+            const auto semi = list.find(';');
+            const std::string_view pair = trim_blanks(list.substr(0, semi));
+            list = semi == std::string_view::npos ? std::string_view() : list.substr(semi + 1);
+            const auto eq = pair.find('=');
+            if (eq != std::string_view::npos && pair.substr(0, eq) == name) return pair.substr(eq + 1);
+        }
+    }
+    return std::nullopt;
+}
 
 // ---- SessionSigner
 
@@ -282,7 +281,7 @@ Identity Authenticator::identify(const HttpRequest& request) const {
         identity.buyer = id;
         return identity;
     }
-    if (const auto cookie = session_cookie_value(request)) return session(*cookie, Identity::Via::cookie);
+    if (const auto cookie = cookie_value(request, session_cookie)) return session(*cookie, Identity::Via::cookie);
     return {};
 }
 

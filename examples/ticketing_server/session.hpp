@@ -152,4 +152,10 @@ private:
 /// The current time in Unix seconds (the system clock).
 std::int64_t unix_seconds();
 
+/// `text` without the spaces and tabs at both ends.
+[[nodiscard]] std::string_view trim_blanks(std::string_view text);
+/// The value of cookie `name` among the request's Cookie lines ("a=1; name=x"), if any:
+/// a view into the request.
+[[nodiscard]] std::optional<std::string_view> cookie_value(const HttpRequest& request, std::string_view name);
+
 }  // namespace ticketing

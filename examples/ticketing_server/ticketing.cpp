@@ -505,7 +505,7 @@ Task<seatlock::Order> Ticketing::confirm(std::string buyer, std::string token,
     }
     co_await unlock(*guard);
     metrics_.hold_confirmed();
-    if (on_done_) co_await on_done_(buyer, order->event);
+    if (on_done_ && done_watched_(order->event)) co_await on_done_(buyer, order->event);
     co_return order;
 }
 
@@ -610,7 +610,7 @@ Task<std::size_t> Ticketing::drain_expired() {
 }
 
 asio::awaitable<void> Ticketing::done_unless_holding(std::string buyer, std::string event) {
-    if (!on_done_) co_return;
+    if (!on_done_ || !done_watched_(event)) co_return;
     const auto now = unix_ms_now();
     const bool holding = co_await db_.run(
         [&](Database& db) { return !db.holds_of(buyer, std::optional<std::string>(event), now).empty(); });

@@ -25,6 +25,7 @@
 #include <seatlock/hold_store.hpp>
 #include <seatlock/lock_manager.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "database.hpp"
@@ -113,11 +114,15 @@ public:
     /// its versions may have started over, so a copy of its seats must be read anew.
     std::uint64_t repairs() const { return repairs_.load(); }
 
-    /// What to do when a buyer is done with an event (Rooms::done): called, and waited
-    /// for, after a payment, and after a release or an expiry that left the buyer no other
-    /// hold on the event. Set before the server serves; none: nothing.
+    /// What to do when a buyer is done with an event that `watched` names (Rooms::done, for
+    /// the events with a room): called, and waited for, after a payment, and after a
+    /// release or an expiry that left the buyer no other hold on the event. Set before the
+    /// server serves; none: nothing. Other events cost nothing more.
     using DoneHook = std::function<boost::asio::awaitable<void>(std::string buyer, std::string event)>;
-    void on_buyer_done(DoneHook hook) { on_done_ = std::move(hook); }
+    void on_buyer_done(DoneHook hook, std::function<bool(std::string_view event)> watched) {
+        on_done_ = std::move(hook);
+        done_watched_ = std::move(watched);
+    }
 
     /// Forgets closed-hold records older than a day (seatlock's own memory of a hold).
     boost::asio::awaitable<void> prune_closed_holds();
@@ -165,6 +170,7 @@ private:
     boost::asio::awaitable<void> done_unless_holding(std::string buyer, std::string event);
 
     DoneHook on_done_;
+    std::function<bool(std::string_view)> done_watched_;
     seatlock::AnyBackend backend_;
     seatlock::SeatHoldStore<seatlock::AnyBackend> store_;
     seatlock::LockManager<seatlock::AnyBackend> locks_;
